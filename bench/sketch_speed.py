@@ -1,0 +1,225 @@
+"""Single-core sketching speed: neardup against datasketch and rensa, side by side.
+
+The same pages for everyone: the HTML of the Debian documentation packages in
+../shared/data/docs/*.tar.xz, converted to text once with resiliparse before any timing.
+K = 128 min-hashes, 5-word shingles, one core (NUMBA_NUM_THREADS=1, RAYON_NUM_THREADS=1; the
+table reports CPU/wall so a second core would show). Each method runs once untimed on a
+slice of the pages (numba JIT and cache loading, allocator warm-up), then the best of
+`--repeat` timed runs over all pages is reported; runs of the methods are interleaved so a
+noisy neighbour slows all of them alike.
+
+Two modes:
+
+- from text: raw page text in, signatures out. neardup canonicalises (its kernel) and calls
+  `sketch_batch` on batches of 1000 pages, as the scan does; the peers get the *same* token
+  stream (`canonicalize(text).split()`, so they use neardup's fast canonicaliser) and build
+  the 5-word shingle strings in Python, as their documentation shows, then hash them.
+- hash only: the peers' shingle lists are prebuilt (outside the timing), neardup starts from
+  prebuilt canonical text; what remains is each library's own kernel. neardup's kernel still
+  tokenises, hashes and de-duplicates the shingles and computes the fingerprints and
+  super-shingles; the peers' does less.
+
+Usage: .venv/bin/python bench/sketch_speed.py [--limit N] [--repeat R]
+Writes the table to bench/out/sketch_speed.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("NUMBA_NUM_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import glob  # noqa: E402
+import platform  # noqa: E402
+import tarfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from importlib.metadata import version  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from neardup.settings import Settings  # noqa: E402
+from neardup.sketch import canonicalize, sketch_batch, sketch_texts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+DATA = ROOT.parent.parent / "shared" / "data" / "docs"
+OUT = ROOT / "out" / "sketch_speed.md"
+K = 128
+W = 5
+SEED = 1
+BATCH = 1000
+
+
+def load_pages(limit: int | None) -> list[str]:
+    """Plain text of every HTML page of the documentation tarballs (untimed)."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    texts: list[str] = []
+    for path in sorted(glob.glob(str(DATA / "*.tar.xz"))):
+        with tarfile.open(path) as tar:
+            for member in tar:
+                if member.isfile() and member.name.lower().endswith((".html", ".htm")):
+                    raw = tar.extractfile(member)
+                    if raw is None:
+                        continue
+                    html = raw.read().decode("utf-8", "replace")
+                    texts.append(extract_plain_text(html))
+                    if limit and len(texts) >= limit:
+                        return texts
+    return texts
+
+
+def shingle_strings(text: str) -> list[str]:
+    """The peers' shingles: 5 consecutive canonical words joined by spaces (a short text is
+    one shingle, as in neardup)."""
+    words = canonicalize(text).split()
+    if len(words) <= W:
+        return [" ".join(words)] if words else []
+    return [" ".join(words[i : i + W]) for i in range(len(words) - W + 1)]
+
+
+@dataclass
+class Result:
+    method: str
+    mode: str
+    wall: float
+    cpu: float
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    best = (float("inf"), 0.0)
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if wall < best[0]:
+            best = (wall, cpu)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="use the first N pages")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    import datasketch
+    import rensa
+
+    pages = load_pages(args.limit)
+    n = len(pages)
+    mb = sum(len(p.encode("utf-8")) for p in pages) / 1e6
+    settings = Settings(num_perm=K, shingle_size=W, seed=SEED)
+    canonical = [canonicalize(p) for p in pages]
+    shingles = [shingle_strings(p) for p in pages]
+    shingle_bytes = [[s.encode("utf-8") for s in doc] for doc in shingles]
+    n_shingles = sum(len(s) for s in shingles)
+
+    def nd_text() -> None:
+        for i in range(0, n, BATCH):
+            sketch_batch([canonicalize(t) for t in pages[i : i + BATCH]], settings)
+
+    def nd_fused() -> None:
+        for i in range(0, n, BATCH):
+            sketch_texts(pages[i : i + BATCH], settings)
+
+    def nd_kernel() -> None:
+        for i in range(0, n, BATCH):
+            sketch_batch(canonical[i : i + BATCH], settings)
+
+    def ds(docs: list[list[bytes]]) -> None:
+        for doc in docs:
+            m = datasketch.MinHash(num_perm=K, seed=SEED)
+            m.update_batch(doc)
+            m.digest()
+
+    def ds_text() -> None:
+        for p in pages:
+            m = datasketch.MinHash(num_perm=K, seed=SEED)
+            m.update_batch([s.encode("utf-8") for s in shingle_strings(p)])
+            m.digest()
+
+    def rensa_run(cls: type, docs: list[list[str]]) -> None:
+        for doc in docs:
+            m = cls(num_perm=K, seed=SEED)
+            m.update(doc)
+            m.digest()
+
+    def rensa_text(cls: type) -> None:
+        for p in pages:
+            m = cls(num_perm=K, seed=SEED)
+            m.update(shingle_strings(p))
+            m.digest()
+
+    methods: list[tuple[str, str, Callable[[], None]]] = [
+        ("neardup canonicalize + sketch_batch", "from text", nd_text),
+        ("neardup sketch_texts (fused)", "from text", nd_fused),
+        ("rensa RMinHash", "from text", lambda: rensa_text(rensa.RMinHash)),
+        ("datasketch MinHash", "from text", ds_text),
+        ("neardup sketch_batch", "hash only", nd_kernel),
+        ("rensa RMinHash", "hash only", lambda: rensa_run(rensa.RMinHash, shingles)),
+        ("datasketch MinHash", "hash only", lambda: ds(shingle_bytes)),
+    ]
+    if hasattr(rensa, "CMinHash"):
+        methods.insert(3, ("rensa CMinHash", "from text", lambda: rensa_text(rensa.CMinHash)))
+        methods.append(("rensa CMinHash", "hash only", lambda: rensa_run(rensa.CMinHash, shingles)))
+
+    # Warm-up, untimed: numba JIT / cache load, first-touch of buffers, imports.
+    warm = pages[: min(n, 300)]
+    sketch_batch([canonicalize(t) for t in warm], settings)
+    sketch_texts(warm, settings)
+    for _, _, fn in methods:
+        if fn is not ds_text:
+            fn()  # one full untimed pass (datasketch is slow; it skips this)
+
+    results = {(name, mode): Result(name, mode, float("inf"), 0.0) for name, mode, _ in methods}
+    for _ in range(args.repeat):  # interleaved
+        for name, mode, fn in methods:
+            wall, cpu = best_of(fn, 1)
+            r = results[(name, mode)]
+            if wall < r.wall:
+                r.wall, r.cpu = wall, cpu
+
+    ref = {mode: results[("rensa RMinHash", mode)].wall for mode in ("from text", "hash only")}
+    lines = [
+        f"# Sketching speed, one core: {n:,} pages, {mb:.1f} MB of text, "
+        f"{n_shingles:,} shingles, K={K}, w={W}",
+        "",
+        f"{platform.processor() or platform.machine()}, {_cpu_name()}; Python "
+        f"{platform.python_version()}, numpy {np.__version__}, numba {version('numba')}, "
+        f"datasketch {version('datasketch')}, rensa {version('rensa')}. "
+        f"Best of {args.repeat} interleaved runs; numba JIT warm-up excluded (one untimed "
+        "pass per method first). MB/s counts the raw page text for every row.",
+        "",
+        "| method | mode | pages/s | MB/s | us/page | CPU/wall | vs rensa RMinHash |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, mode, _ in methods:
+        r = results[(name, mode)]
+        lines.append(
+            f"| {name} | {mode} | {n / r.wall:,.0f} | {mb / r.wall:,.1f} | "
+            f"{r.wall / n * 1e6:,.1f} | {r.cpu / r.wall:.2f} | {ref[mode] / r.wall:.2f}x |"
+        )
+    table = "\n".join(lines) + "\n"
+    print(table)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(table)
+    print(f"written to {OUT}")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip() + f" ({os.cpu_count()} CPUs visible)"
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set everything up, generate a realistic multi-host crawl offline, and scan it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+neardup demo-crawl demo/crawl --force
+neardup scan demo/crawl/warc/*.warc.gz --out demo/run --force
+neardup clusters demo/run --top 10
+neardup dedup --run demo/run --out demo/clean

@@ -1,0 +1,45 @@
+"""neardup: near-duplicate pages, mirrors and replicated collections in web crawls.
+
+The Python API mirrors the command line:
+
+>>> import neardup
+>>> result = neardup.scan(["crawl.warc.gz"], "run/")  # doctest: +SKIP
+>>> neardup.resemblance("a rose is a rose is a rose", "a rose is a rose")  # doctest: +SKIP
+
+Names are imported on first use, so `import neardup` stays cheap (no numba, no DuckDB)
+for tools that only need part of the package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "scan": "neardup.pipeline",
+    "ScanResult": "neardup.pipeline",
+    "OutputExistsError": "neardup.pipeline",
+    "Settings": "neardup.settings",
+    "SettingsError": "neardup.settings",
+    "write_deduplicated": "neardup.dedup",
+    "DedupResult": "neardup.dedup",
+    "open_run": "neardup.store",
+    "RunError": "neardup.store",
+    "sketch": "neardup.api",
+    "shingle_set": "neardup.api",
+    "resemblance": "neardup.api",
+    "contained": "neardup.api",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'neardup' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

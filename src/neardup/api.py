@@ -1,0 +1,29 @@
+"""Small helpers of the Python API that work on single texts, without a run."""
+
+from __future__ import annotations
+
+from neardup.settings import Settings
+from neardup.sketch import Sketch, canonicalize, containment, jaccard, shingle_hashes, sketch_text
+
+import numpy as np
+
+
+def shingle_set(text: str, settings: Settings | None = None) -> np.ndarray:
+    """The sorted unique 64-bit shingle fingerprints of a raw text."""
+    s = settings or Settings()
+    return np.unique(shingle_hashes(canonicalize(text), s.shingle_size, s.wrap_shingles, s.seed))
+
+
+def sketch(text: str, settings: Settings | None = None) -> Sketch:
+    """The min-hash sketch (and fingerprints, super-shingles) of one raw text."""
+    return sketch_text(text, settings or Settings())
+
+
+def resemblance(a: str, b: str, settings: Settings | None = None) -> float:
+    """Exact resemblance r(A, B) = |S(A) ∩ S(B)| / |S(A) ∪ S(B)| of two raw texts."""
+    return float(jaccard(shingle_set(a, settings), shingle_set(b, settings)))
+
+
+def contained(a: str, b: str, settings: Settings | None = None) -> float:
+    """Exact containment c(A, B) = |S(A) ∩ S(B)| / |S(A)| of text `a` in text `b`."""
+    return float(containment(shingle_set(a, settings), shingle_set(b, settings)))

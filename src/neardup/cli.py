@@ -1,0 +1,369 @@
+"""The `neardup` command line: parses options, calls the library, prints.
+
+Every command has a Python API counterpart (`neardup.scan`, `neardup.write_deduplicated`,
+`neardup.open_run`), and this module holds no logic of its own beyond presentation.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from neardup.dedup import write_deduplicated
+from neardup.ingest.readers import InputError
+from neardup.pipeline import OutputExistsError, scan
+from neardup.settings import Settings, SettingsError
+from neardup.store import RunError, load_settings, load_summary, open_run
+
+app = typer.Typer(
+    help="Find near-duplicate pages, mirrors and replicated collections in web crawls.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(stderr=True)
+out_console = Console()
+
+# Options shared by `scan` and `dedup` (which scans first when no run is given).
+Inputs = Annotated[
+    list[Path], typer.Argument(help="WARC/ARC files, HTML folders, JSONL or Parquet tables")
+]
+Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
+Method = Annotated[
+    str, typer.Option(help="candidate generator: minhash (LSH bands) or supershingles")
+]
+Preset = Annotated[str | None, typer.Option(help="'fetterly' for the 2004 paper's settings")]
+NumPerm = Annotated[
+    int | None, typer.Option("--num-perm", help="min-hash values per page (default 128)")
+]
+ShingleSize = Annotated[int | None, typer.Option(help="words per shingle (default 5)")]
+Wrap = Annotated[bool | None, typer.Option("--wrap/--no-wrap", help="wrap shingles around the end")]
+Bands = Annotated[
+    int | None, typer.Option(help="LSH bands (with --rows); tuned from the threshold if unset")
+]
+Rows = Annotated[int | None, typer.Option(help="rows per LSH band")]
+Verify = Annotated[
+    str, typer.Option(help="sketch (estimated resemblance) or exact (shingle Jaccard)")
+]
+Rule = Annotated[
+    str,
+    typer.Option(
+        "--cluster-rule", help="center (members verified against the representative) or transitive"
+    ),
+]
+MaxDf = Annotated[int, typer.Option(help="ignore shingles in more pages than this (0: keep all)")]
+Workers = Annotated[int | None, typer.Option(help="worker processes (default: all cores)")]
+BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
+ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
+
+
+def _settings(
+    preset: str | None,
+    **options: Any,
+) -> Settings:
+    given = {k: v for k, v in options.items() if v is not None}
+    if preset is None:
+        return Settings(**given)
+    if preset.lower() != "fetterly":
+        raise SettingsError(f"unknown preset {preset!r} (known: fetterly)")
+    if given.get("method") == "minhash":
+        given.pop("method")  # the preset's own generator unless another was asked for
+    return Settings.fetterly(**given)
+
+
+class RichProgress:
+    """Progress bars on stderr, one per stage."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description:<20}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not enabled,
+        )
+        self.task: Any = None
+
+    def __enter__(self) -> RichProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.task = self.bar.add_task(name, total=total)
+
+    def advance(self, units: int) -> None:
+        if self.task is not None:
+            self.bar.advance(self.task, units)
+
+    def done(self) -> None:
+        if self.task is not None:
+            task = self.bar.tasks[self.task]
+            self.bar.update(self.task, total=task.completed or 1, completed=task.completed or 1)
+            self.task = None
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def _print_summary(summary: dict[str, Any], path: Path) -> None:
+    sketched = summary["sketched"] or 0
+    table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("records read", f"{summary['records']:,}")
+    table.add_row("pages sketched", f"{sketched:,}")
+    for reason, count in summary.get("skipped_by_reason", {}).items():
+        table.add_row(f"  skipped: {reason}", f"{count:,}")
+    table.add_row("exact duplicates (same payload)", f"{sketched - summary['distinct_payloads']:,}")
+    table.add_row("lexically equivalent (same words)", f"{sketched - summary['distinct_texts']:,}")
+    table.add_row("shingle-equivalent", f"{sketched - summary['distinct_shingle_sets']:,}")
+    table.add_row(
+        "candidate pairs / verified",
+        f"{summary['candidate_pairs']:,} / {summary['verified_pairs']:,}",
+    )
+    table.add_row("near-duplicate clusters (size ≥ 2)", f"{summary['clusters']:,}")
+    table.add_row("pages in those clusters", f"{summary['pages_in_clusters']:,}")
+    share = summary["duplicates"] / sketched if sketched else 0.0
+    table.add_row("duplicates (not representatives)", f"{summary['duplicates']:,} ({share:.1%})")
+    table.add_row("largest cluster", f"{summary['largest_cluster']:,}")
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.get("stage_seconds", {}).items())
+    table.add_row("time per stage", stages)
+    rate = summary.get("records_per_second")
+    table.add_row(
+        "total", f"{summary['elapsed_seconds']:.1f}s ({rate:,.0f} records/s)" if rate else ""
+    )
+    out_console.print(table)
+
+
+def _run_scan(
+    inputs: list[Path],
+    out: Path,
+    settings: Settings,
+    workers: int | None,
+    base_url: str | None,
+    force: bool,
+    quiet: bool,
+) -> dict[str, Any]:
+    try:
+        with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
+            result = scan(
+                inputs,
+                out,
+                settings=settings,
+                workers=workers,
+                base_url=base_url,
+                force=force,
+                progress=progress,
+            )
+    except (InputError, OutputExistsError, SettingsError, FileNotFoundError) as err:
+        _fail(str(err))
+    return result.summary
+
+
+@app.command("scan")
+def scan_command(
+    inputs: Inputs,
+    out: Annotated[Path, typer.Option("--out", "-o", help="run directory to write")],
+    threshold: Threshold = 0.8,
+    method: Method = "minhash",
+    preset: Preset = None,
+    num_perm: NumPerm = None,
+    shingle_size: ShingleSize = None,
+    wrap: Wrap = None,
+    bands: Bands = None,
+    rows: Rows = None,
+    verify: Verify = "sketch",
+    cluster_rule: Rule = "center",
+    max_shingle_df: MaxDf = 1000,
+    include_error_pages: ErrorPages = False,
+    workers: Workers = None,
+    base_url: BaseUrl = None,
+    force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Scan a crawl: sketch every page and cluster the near-duplicates into OUT."""
+    try:
+        settings = _settings(
+            preset,
+            threshold=threshold,
+            method=method,
+            num_perm=num_perm,
+            shingle_size=shingle_size,
+            wrap_shingles=wrap,
+            bands=bands,
+            rows=rows,
+            verify=verify,
+            cluster_rule=cluster_rule,
+            max_shingle_df=max_shingle_df,
+            include_error_pages=include_error_pages,
+        )
+    except SettingsError as err:
+        _fail(str(err))
+    summary = _run_scan(inputs, out, settings, workers, base_url, force, quiet)
+    if json_summary:
+        out_console.print_json(json.dumps(summary, default=str))
+    else:
+        _print_summary(summary, out)
+    if summary["sketched"] == 0:
+        _fail("no usable page could be read from the input", code=1)
+
+
+@app.command("summary")
+def summary_command(run: Annotated[Path, typer.Argument(help="run directory")]) -> None:
+    """Print the summary of a finished scan again."""
+    try:
+        _print_summary(load_summary(run), run)
+    except RunError as err:
+        _fail(str(err))
+
+
+@app.command("clusters")
+def clusters_command(
+    run: Annotated[Path, typer.Argument(help="run directory")],
+    top: Annotated[int, typer.Option(help="how many clusters to list")] = 20,
+    cluster: Annotated[int | None, typer.Option(help="list the pages of this cluster id")] = None,
+) -> None:
+    """The largest near-duplicate clusters, or the members of one cluster."""
+    try:
+        con = open_run(run)
+    except RunError as err:
+        _fail(str(err))
+    try:
+        if cluster is None:
+            rows = con.execute(
+                "SELECT cluster_id, size, n_hosts, n_distinct_texts, min_similarity, "
+                "representative_url, representative_title FROM clusters "
+                "ORDER BY size DESC, cluster_id LIMIT ?",
+                [top],
+            ).fetchall()
+            table = Table(title=f"largest near-duplicate clusters in {run}")
+            for col in ("cluster", "pages", "hosts", "texts", "min sim", "representative", "title"):
+                table.add_column(col, overflow="fold")
+            for cid, size, hosts, texts, min_sim, url, title in rows:
+                table.add_row(
+                    str(cid),
+                    f"{size:,}",
+                    str(hosts),
+                    str(texts),
+                    f"{min_sim:.2f}",
+                    url or "",
+                    (title or "")[:50],
+                )
+        else:
+            rows = con.execute(
+                "SELECT doc_id, url, host, similarity_to_representative, is_representative "
+                "FROM pages WHERE cluster_id = ? ORDER BY NOT is_representative, doc_id",
+                [cluster],
+            ).fetchall()
+            if not rows:
+                _fail(f"no cluster {cluster} in {run}")
+            table = Table(title=f"cluster {cluster}")
+            for col in ("doc", "url", "host", "similarity", "role"):
+                table.add_column(col, overflow="fold")
+            for doc, url, host, sim, is_rep in rows:
+                role = "representative" if is_rep else "duplicate"
+                table.add_row(str(doc), url or "", host or "", f"{sim:.3f}", role)
+    finally:
+        con.close()
+    out_console.print(table)
+
+
+@app.command("dedup")
+def dedup_command(
+    inputs: Annotated[
+        list[Path] | None, typer.Argument(help="inputs to scan (omit with --run)")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="directory for the deduplicated output")
+    ] = Path("clean"),
+    run: Annotated[
+        Path | None, typer.Option(help="reuse this finished scan instead of scanning")
+    ] = None,
+    threshold: Threshold = 0.8,
+    method: Method = "minhash",
+    preset: Preset = None,
+    workers: Workers = None,
+    base_url: BaseUrl = None,
+    force: Annotated[bool, typer.Option(help="replace an existing scan in OUT/scan")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Write INPUTS back without their non-representative near-duplicates, plus keep/remove lists."""
+    if run is None:
+        if not inputs:
+            _fail("give inputs to scan, or --run with a finished scan")
+        try:
+            settings = _settings(preset, threshold=threshold, method=method)
+        except SettingsError as err:
+            _fail(str(err))
+        run = out / "scan"
+        _run_scan(list(inputs), run, settings, workers, base_url, force, quiet)
+    else:
+        try:
+            load_settings(run)
+        except RunError as err:
+            _fail(str(err))
+        if inputs:
+            recorded = {str(Path(p)) for p in load_summary(run).get("inputs", [])}
+            if {str(p) for p in inputs} != recorded:
+                _fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
+    result = write_deduplicated(run, out)
+    table = Table(title=f"neardup dedup → {out}", show_header=False, title_justify="left")
+    table.add_row("pages kept", f"{result.kept:,}")
+    table.add_row("pages removed (near-duplicates)", f"{result.removed:,}")
+    table.add_row("companion records removed", f"{result.companions_removed:,}")
+    for src, dst in result.files.items():
+        table.add_row(f"  {src}", dst)
+    for src, why in result.not_written.items():
+        table.add_row(f"  [red]not written[/] {src}", why)
+    table.add_row("lists", "keep_urls.txt, remove_urls.txt, kept.parquet, removed.parquet")
+    out_console.print(table)
+    if result.not_written:
+        raise typer.Exit(1)
+
+
+@app.command("demo-crawl")
+def demo_crawl_command(
+    out: Annotated[Path, typer.Argument(help="directory to write the crawl into")],
+    pages: Annotated[int, typer.Option(help="documents on the primary site")] = 250,
+    seed: Annotated[int, typer.Option(help="random seed (same seed, same bytes)")] = 0,
+    force: Annotated[bool, typer.Option(help="write into a non-empty directory")] = False,
+) -> None:
+    """Generate a realistic multi-host crawl offline (mirrors, stale and partial copies,
+    aliases, unrelated pages, redirects, errors, revisits), with its ground truth."""
+    from neardup.synth import generate_demo_crawl
+
+    if out.exists() and any(out.iterdir()) and not force:
+        _fail(f"{out} is not empty; pass --force to write into it")
+    if out.exists() and force:
+        shutil.rmtree(out)
+    crawl = generate_demo_crawl(out, n_docs=pages, seed=seed)
+    out_console.print(
+        f"wrote {crawl.warc_records:,} WARC records in {len(crawl.warc_paths)} files under "
+        f"{out / 'warc'} ({crawl.seconds:.1f}s); truth in {out / 'truth.csv'}"
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

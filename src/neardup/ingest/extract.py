@@ -1,0 +1,235 @@
+"""Payload to text: HTML (resiliparse), PDF (pypdf), plain text, or text given by a table.
+
+Runs in worker processes, one call per record, so it keeps no state of its own and parses each
+HTML document exactly once (the same tree gives title, text and links).
+
+Text is *all visible text* of the page body, navigation and footers included: near-duplicate
+detection in the Broder/Fetterly sense compares whole pages, and mirror detection depends on
+the boilerplate that main-content extraction would strip. So resiliparse runs with
+`main_content=False`, without alt texts, form field values or <noscript> content (none of which
+a reader sees), and without list bullets (formatting, not text).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+
+import xxhash
+from pypdf import PdfReader
+from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.encoding import detect_encoding, detect_mime, map_encoding_to_html5
+from resiliparse.parse.html import HTMLTree
+
+from neardup.ingest.common import sniff_kind
+from neardup.ingest.record import ExtractedPage, RawRecord
+from neardup.ingest.urls import resolve
+
+# pypdf reports every repairable flaw of a PDF as a logged warning; in a crawl that is noise
+# on stderr for thousands of files. Real failures still raise and become skip reasons.
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xhtml", "text/xhtml"})
+PDF_TYPES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat", "text/pdf"})
+TEXT_TYPES = frozenset({"text/plain"})
+XML_TYPES = frozenset({"text/xml", "application/xml"})
+# Types that say nothing about the content: look at the bytes instead.
+GENERIC_TYPES = frozenset(
+    {
+        "",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/binary",
+        "application/unknown",
+        "application/x-unknown",
+        "unknown/unknown",
+        "www/unknown",
+        "no-type",
+        "application/download",
+        "application/force-download",
+        "application/x-download",
+        "text/x-unknown-content-type",
+    }
+)
+LINK_SELECTOR = "a[href], area[href], frame[src], iframe[src]"
+TEXT_OPTIONS = {
+    "preserve_formatting": True,
+    "main_content": False,
+    "list_bullets": False,
+    "alt_texts": False,
+    "links": False,
+    "form_fields": False,
+    "noscript": False,
+}
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MASK64 = (1 << 64) - 1
+
+
+def extract_page(rec: RawRecord, max_payload_bytes: int = 20_000_000) -> ExtractedPage:
+    """Title, visible text and outgoing links of a record, or the reason there are none.
+
+    Never raises for bad content: every failure of a parser becomes a `skipped_reason`.
+    """
+    if rec.skipped_reason:
+        return ExtractedPage(skipped_reason=rec.skipped_reason)
+    if rec.text is not None:
+        return _given_text(rec.text, max_payload_bytes)
+    payload = rec.payload or b""
+    page = ExtractedPage(exact_fp=fingerprint(payload), payload_bytes=len(payload))
+    if len(payload) > max_payload_bytes:
+        page.skipped_reason = f"payload too large ({len(payload)} bytes)"
+        return page
+    if not payload.strip():
+        page.skipped_reason = "empty text"
+        return page
+    kind = payload_kind(rec.content_type, payload)
+    if kind is None:
+        page.skipped_reason = f"unsupported content type: {rec.content_type or 'unknown'}"
+        return page
+    page.format = kind
+    try:
+        if kind == "html":
+            _extract_html(page, payload, rec.charset, rec.url)
+        elif kind == "pdf":
+            _extract_pdf(page, payload)
+        else:
+            page.text = decode_text(payload, rec.charset)
+    except Exception as exc:  # pypdf and friends raise anything on hostile input
+        page.skipped_reason = f"unreadable {kind}: {_short(exc)}"
+        return page
+    if not page.text or not page.text.strip():
+        page.skipped_reason = "empty text"
+    return page
+
+
+def fingerprint(data: bytes) -> int:
+    """xxh3-64 of `data` as a signed int64, so that DuckDB/Spark BIGINT columns can hold it."""
+    value = xxhash.xxh3_64_intdigest(data) & _MASK64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _given_text(text: str, max_payload_bytes: int) -> ExtractedPage:
+    """Text from a table row: used as is, except that lone surrogates (which JSON allows and
+    Parquet/DuckDB reject) become U+FFFD. The size limit applies as to payloads."""
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    data = text.encode("utf-8")
+    page = ExtractedPage(format="given", exact_fp=fingerprint(data), payload_bytes=len(data))
+    if len(data) > max_payload_bytes:
+        page.skipped_reason = f"payload too large ({len(data)} bytes)"
+    elif not text.strip():
+        page.skipped_reason = "empty text"
+    else:
+        page.text = text
+    return page
+
+
+def payload_kind(content_type: str | None, payload: bytes) -> str | None:
+    """The extractor for a payload ("html", "pdf", "text"; None: unsupported).
+
+    A PDF signature wins over any declared type (servers label PDFs text/html or
+    octet-stream); missing or generic types are sniffed.
+    """
+    head = payload[:1024].lstrip()
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    ctype = (content_type or "").lower()
+    if ctype in HTML_TYPES:
+        return "html"
+    if ctype in PDF_TYPES:
+        return "pdf"
+    if ctype in TEXT_TYPES:
+        return "text"
+    if ctype in XML_TYPES:
+        return "html" if b"<html" in payload[:4096].lower() else None
+    if ctype in GENERIC_TYPES:
+        if sniff_kind(head) == "html":
+            return "html"
+        return "text" if detect_mime(payload[:4096]) == "text/plain" else None
+    return None
+
+
+def decode_text(payload: bytes, charset: str | None) -> str:
+    """Plain text in its declared charset (WHATWG label rules), else UTF-8, bad bytes replaced."""
+    encoding = _bom_encoding(payload) or _known_encoding(charset) or "utf-8"
+    return payload.decode(encoding, errors="replace")
+
+
+def _bom_encoding(payload: bytes) -> str | None:
+    """Encoding named by a byte order mark; it overrides any declaration, as in browsers."""
+    for bom, name in _BOMS:
+        if payload.startswith(bom):
+            return name
+    return None
+
+
+def _known_encoding(charset: str | None) -> str | None:
+    """Python codec for a declared charset label, or None for an unknown label."""
+    if not charset:
+        return None
+    return map_encoding_to_html5(charset, fallback_utf8=False)
+
+
+def _extract_html(
+    page: ExtractedPage, payload: bytes, charset: str | None, url: str | None
+) -> None:
+    """Parse once; take title, visible text and links from the same tree."""
+    encoding = (
+        _bom_encoding(payload)
+        or _known_encoding(charset)
+        or detect_encoding(payload, from_html_meta=True)
+        or "utf-8"
+    )
+    tree = HTMLTree.parse_from_bytes(payload, encoding)
+    title = " ".join((tree.title or "").split())
+    page.title = title or None
+    page.text = extract_plain_text(tree, **TEXT_OPTIONS)
+    page.links = _links(tree, url)
+
+
+def _links(tree: HTMLTree, url: str | None) -> list[str]:
+    """Absolute http(s) targets of a/area[href] and (i)frame[src], first occurrence order.
+
+    Resolved against <base href> when the page has one. Pure fragment links ("#top") point
+    into the page itself and are left out.
+    """
+    document = tree.document
+    if document is None:
+        return []
+    base = url
+    base_el = tree.head.query_selector("base[href]") if tree.head is not None else None
+    if base_el is not None:
+        base = resolve(url, base_el.getattr("href")) or url
+    seen: dict[str, None] = {}
+    for el in document.query_selector_all(LINK_SELECTOR):
+        href = el.getattr("src" if el.tag in ("frame", "iframe") else "href")
+        if not href or href.lstrip().startswith("#"):
+            continue
+        target = resolve(base, href)
+        if target is not None:
+            seen.setdefault(target, None)
+    return list(seen)
+
+
+def _extract_pdf(page: ExtractedPage, payload: bytes) -> None:
+    """Text of all pages; the document title from its metadata, if any."""
+    reader = PdfReader(io.BytesIO(payload))
+    if reader.is_encrypted:
+        reader.decrypt("")  # most "encrypted" web PDFs only restrict printing/copying
+    page.text = "\n".join(p.extract_text() or "" for p in reader.pages)
+    meta = reader.metadata
+    title = meta.title if meta is not None else None
+    if isinstance(title, str) and title.strip():
+        page.title = " ".join(title.split())
+
+
+def _short(exc: BaseException) -> str:
+    """Exception type and first line of its message, bounded for a skip reason."""
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {message}"[:160] if message else type(exc).__name__

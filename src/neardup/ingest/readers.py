@@ -1,0 +1,163 @@
+"""Input dispatch: which reader handles a path, and one record stream over all inputs.
+
+Kinds are decided before anything is read, so that a typo or an unsupported file fails the
+command at once ("cannot read X: ...") instead of after an hour of ingest. The content decides
+over the file name: an ARC named .warc.gz is read as ARC (FastWARC would silently return
+nothing for it), a gzipped JSONL named .json.gz as JSONL.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from neardup.ingest.arc_reader import iter_arc
+from neardup.ingest.common import read_head, sniff_kind
+from neardup.ingest.html_dir import has_html_files, iter_html_dir
+from neardup.ingest.record import RawRecord
+from neardup.ingest.tables import iter_jsonl, iter_parquet
+from neardup.ingest.warc_reader import iter_warc
+
+KINDS = ("warc", "arc", "jsonl", "parquet", "html_dir")
+_SUFFIX_KINDS = (
+    ((".warc", ".warc.gz", ".warc.zst", ".warc.zstd"), "warc"),
+    ((".arc", ".arc.gz"), "arc"),
+    ((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"), "jsonl"),
+    ((".parquet", ".pq"), "parquet"),
+    ((".html", ".htm"), "html_dir"),
+)
+_GLOB_CHARS = frozenset("*?[")
+
+
+class InputError(ValueError):
+    """An input path that does not exist or is of no kind we can read."""
+
+
+def detect_input_kind(path: str) -> str:
+    """The input kind of `path` (one of KINDS); InputError if none fits.
+
+    A directory is "html_dir" when it holds .html/.htm files; a single .html file is accepted
+    as a one-page html_dir. Files are sniffed (gzip/zstd are looked into) and the content wins
+    over the suffix; the suffix only decides for files whose start says nothing (empty or
+    damaged files, WARCs with junk before the first record), so their reader can report them.
+    A glob pattern or a directory of archives is checked file by file and gives their common
+    kind, or "mixed" (`expand_inputs` gives the kind of each file).
+    """
+    items = _expand_one(path)
+    if len(items) == 1 and items[0] == path:
+        return _detect_one(path)
+    kinds = {_detect_one(item) for item in items}
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def _detect_one(path: str) -> str:
+    """The kind of one file, or of one directory holding HTML files."""
+    p = Path(path)
+    if p.is_dir():
+        if has_html_files(p):
+            return "html_dir"
+        raise InputError(f"{path}: directory has no .html or .htm files")
+    if not p.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if not p.is_file():
+        raise InputError(f"{path}: not a regular file")
+    try:
+        head = read_head(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except Exception:  # damaged gzip: the reader will report it record by record
+        head = b""
+    kind = _kind_from_content(head)
+    if kind is None:
+        kind = _kind_from_suffix(p.name)
+    if kind is None:
+        raise InputError(
+            f"{path}: unknown input kind (not WARC, ARC, JSONL, Parquet or HTML;"
+            f" starts with {head[:24]!r})"
+        )
+    return kind
+
+
+def _kind_from_content(head: bytes) -> str | None:
+    """The input kind from sniffed content (an HTML file counts as a one-page html_dir)."""
+    kind = sniff_kind(head)
+    return "html_dir" if kind == "html" else kind
+
+
+def _kind_from_suffix(name: str) -> str | None:
+    """The input kind named by the file's suffix, if any."""
+    lower = name.lower()
+    for suffixes, kind in _SUFFIX_KINDS:
+        if lower.endswith(suffixes):
+            return kind
+    return None
+
+
+def expand_inputs(paths: list[str]) -> list[tuple[str, str]]:
+    """(path, kind) for every input, in the given order; raises InputError before any reading.
+
+    Glob patterns the shell did not expand are expanded here (sorted). A directory with HTML
+    files is one html_dir input; a directory without any is expanded into the archive and
+    table files it holds (recursively, sorted), so `neardup scan crawl/` works on a folder of
+    WARCs.
+    """
+    if not paths:
+        raise InputError("no input paths given")
+    out: list[tuple[str, str]] = []
+    for path in paths:
+        for item in _expand_one(path):
+            out.append((item, _detect_one(item)))
+    return out
+
+
+def _expand_one(path: str) -> list[str]:
+    """One path, a glob's matches, or a directory of archives' files."""
+    if not os.path.exists(path) and _GLOB_CHARS & set(path):
+        matches = sorted(glob.glob(path, recursive=True))
+        if not matches:
+            raise InputError(f"{path}: pattern matches no files")
+        return [m for match in matches for m in _expand_one(match)]
+    p = Path(path)
+    if p.is_dir() and not has_html_files(p):
+        files = sorted(
+            (f for f in p.rglob("*") if f.is_file() and _kind_from_suffix(f.name)),
+            key=lambda f: f.relative_to(p).as_posix(),
+        )
+        if not files:
+            raise InputError(f"{path}: directory has no HTML, WARC, ARC, JSONL or Parquet files")
+        return [str(f) for f in files]
+    return [path]
+
+
+def iter_records(paths: list[str], base_url: str | None = None) -> Iterator[RawRecord]:
+    """Every record of every input, inputs in the given order, records in file order.
+
+    All inputs are checked first (InputError for a missing or unknown one), so this raises
+    before the first record or not at all; `base_url` is the URL prefix for html_dir inputs.
+    """
+    inputs = expand_inputs(paths)
+    return _chain(inputs, base_url)
+
+
+def _chain(inputs: list[tuple[str, str]], base_url: str | None) -> Iterator[RawRecord]:
+    """The records of the checked inputs, one reader after another."""
+    for path, kind in inputs:
+        yield from _reader(kind, base_url)(path)
+
+
+def _reader(kind: str, base_url: str | None) -> Callable[[str], Iterator[RawRecord]]:
+    """The record iterator for an input kind."""
+    if kind == "html_dir":
+        return lambda path: iter_html_dir(path, base_url)
+    readers: dict[str, Callable[[str], Iterator[RawRecord]]] = {
+        "warc": iter_warc,
+        "arc": iter_arc,
+        "jsonl": iter_jsonl,
+        "parquet": iter_parquet,
+    }
+    return readers[kind]
+
+
+__all__ = ["KINDS", "InputError", "detect_input_kind", "expand_inputs", "iter_records"]

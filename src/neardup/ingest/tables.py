@@ -1,0 +1,121 @@
+"""JSONL (optionally gzipped) and Parquet tables of pages, one row per RawRecord.
+
+A row needs a `url` and either a `text` column (already extracted text, used as is) or an
+`html` column (parsed like a crawled page). Optional: `id`, `status`, `fetched_at`. Rows are
+streamed (a line, or a Parquet batch, at a time) so a table never has to fit in memory, and a
+bad row becomes a RawRecord with a skip reason instead of stopping the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from neardup.ingest.common import iso_utc
+from neardup.ingest.record import RawRecord
+
+COLUMNS = ("url", "text", "html", "id", "status", "fetched_at")
+_BATCH_ROWS = 1024
+
+
+def iter_jsonl(path: str) -> Iterator[RawRecord]:
+    """One RawRecord per non-blank line; `offset` is the 0-based line number."""
+    try:
+        with open(path, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"
+        fh = gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        yield RawRecord(path, 0, "row", skipped_reason=f"cannot open: {exc}")
+        return
+    line_no = -1
+    try:
+        with fh:
+            for line_no, line in enumerate(fh):
+                if line.strip():
+                    yield _json_row(path, line_no, line)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:  # truncated or corrupt .gz
+        yield RawRecord(path, line_no + 1, "row", skipped_reason=f"unreadable file: {exc}")
+
+
+def _json_row(path: str, line_no: int, line: bytes) -> RawRecord:
+    """Parse one JSON line; anything but an object with the required keys is a skip."""
+    try:
+        row = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return RawRecord(path, line_no, "row", skipped_reason=f"bad JSON line: {exc}"[:160])
+    if not isinstance(row, dict):
+        return RawRecord(path, line_no, "row", skipped_reason="bad row: not a JSON object")
+    return row_record(path, line_no, row)
+
+
+def row_record(path: str, row_no: int, row: Mapping[str, Any]) -> RawRecord:
+    """A table row (JSON object or Parquet row) as a RawRecord."""
+    raw = RawRecord(source=path, offset=row_no, record_type="row")
+    url = row.get("url")
+    text = row.get("text")
+    html = row.get("html")
+    if row.get("id") is not None:
+        raw.record_id = str(row["id"])
+    raw.status = _int_or_none(row.get("status"))
+    fetched = row.get("fetched_at")
+    if fetched is not None:
+        raw.fetched_at = _timestamp(fetched)
+    if not isinstance(url, str) or not url.strip():
+        raw.skipped_reason = "bad row: no url"
+        return raw
+    raw.url = url.strip()
+    if isinstance(text, str):
+        raw.text = text
+    if isinstance(html, (str, bytes)):
+        raw.payload = html.encode("utf-8") if isinstance(html, str) else html
+        raw.content_type = "text/html"
+        raw.charset = "utf-8" if isinstance(html, str) else None
+    if raw.text is None and raw.payload is None:
+        raw.skipped_reason = "bad row: no text or html"
+    return raw
+
+
+def _int_or_none(value: Any) -> int | None:
+    """An HTTP status from a number or a numeric string; anything else is unknown."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _timestamp(value: Any) -> str | None:
+    """ISO 8601 UTC from a datetime (Parquet timestamp) or a string; None if not a date,
+    so that the column stays castable to a timestamp like the WARC readers' one."""
+    if hasattr(value, "isoformat"):
+        value = value.isoformat()
+    return iso_utc(str(value))
+
+
+def iter_parquet(path: str) -> Iterator[RawRecord]:
+    """One RawRecord per row, read in batches of the columns we use."""
+    try:
+        table = pq.ParquetFile(path)
+        names = set(table.schema_arrow.names)
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError ...
+        yield RawRecord(path, 0, "row", skipped_reason=f"unreadable parquet file: {exc}"[:200])
+        return
+    wanted = [c for c in COLUMNS if c in names]
+    if "url" not in names or not ({"text", "html"} & names):
+        have = ", ".join(sorted(names)) or "none"
+        reason = f"table needs a url column and a text or html column (columns: {have})"
+        yield RawRecord(path, 0, "row", skipped_reason=reason[:300])
+        return
+    row_no = 0
+    try:
+        for batch in table.iter_batches(batch_size=_BATCH_ROWS, columns=wanted):
+            for row in batch.to_pylist():
+                yield row_record(path, row_no, row)
+                row_no += 1
+    except Exception as exc:  # a corrupt page or row group: report it, keep what was read
+        yield RawRecord(path, row_no, "row", skipped_reason=f"unreadable rows: {exc}"[:200])

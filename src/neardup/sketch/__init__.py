@@ -1,0 +1,73 @@
+"""Sketching: canonical tokens, shingles, min-hash signatures, super-shingles, LSH keys.
+
+Broder et al. (1997) and Fetterly et al. (2004), with every hot loop in a numba kernel over
+UTF-8 bytes and numpy arrays. All hashes are seeded by `Settings.seed` (or fixed, for keys
+derived from already-seeded values) and identical on every machine and in every process.
+Stored 64-bit fingerprints are int64 (two's complement of the uint64 value).
+"""
+
+from neardup.sketch.batch import (
+    Sketch,
+    SketchBatch,
+    set_fingerprint,
+    sketch_batch,
+    sketch_packed,
+    sketch_text,
+    sketch_texts,
+)
+from neardup.sketch.common import CommonShingles
+from neardup.sketch.hashing import as_int64, fingerprint64
+from neardup.sketch.lsh import band_keys, candidate_probability, optimal_bands
+from neardup.sketch.minhash import (
+    EMPTY_VALUE,
+    SIGNATURE_DTYPE,
+    containment,
+    estimate_resemblance,
+    intersection_size,
+    jaccard,
+    minhash_params,
+    minhash_signature,
+)
+from neardup.sketch.shingles import doc_shingle_counts, shingle_hashes
+from neardup.sketch.supershingles import (
+    megashingle_pairs,
+    megashingles,
+    supershingle_agreement,
+    supershingle_probability,
+    supershingles,
+)
+from neardup.sketch.tokens import canonicalize, canonicalize_batch, pack_texts
+
+__all__ = [
+    "EMPTY_VALUE",
+    "SIGNATURE_DTYPE",
+    "CommonShingles",
+    "Sketch",
+    "SketchBatch",
+    "as_int64",
+    "band_keys",
+    "candidate_probability",
+    "canonicalize",
+    "canonicalize_batch",
+    "containment",
+    "doc_shingle_counts",
+    "estimate_resemblance",
+    "fingerprint64",
+    "intersection_size",
+    "jaccard",
+    "megashingle_pairs",
+    "megashingles",
+    "minhash_params",
+    "minhash_signature",
+    "optimal_bands",
+    "pack_texts",
+    "set_fingerprint",
+    "shingle_hashes",
+    "sketch_batch",
+    "sketch_packed",
+    "sketch_text",
+    "sketch_texts",
+    "supershingle_agreement",
+    "supershingle_probability",
+    "supershingles",
+]

@@ -1,0 +1,146 @@
+"""Build, export and open a run directory.
+
+A run directory holds `neardup.duckdb` (the tables, for SQL), one Parquet file per table
+(to join from any tool), `signatures.npy` (min-hash rows, memory-mapped by later stages and
+the query service), `settings.json` and `summary.json`. It is built complete in a staging
+directory and renamed into place, so a killed scan leaves either the old run or the new one,
+never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from neardup.settings import Settings
+from neardup.sketch import SIGNATURE_DTYPE
+
+DB_NAME = "neardup.duckdb"
+EXPORTED_TABLES = ("pages", "pairs", "clusters", "links")
+ORDER_BY = {
+    "pages": "doc_id",
+    "pairs": "doc_a, doc_b",
+    "clusters": "size DESC, cluster_id",
+    "links": "src_doc",
+}
+INTERMEDIATE = ("pages_raw.parquet", "assignments.parquet", "duckdb_tmp")
+
+
+class RunError(RuntimeError):
+    """A run directory that is missing, incomplete or made with other settings."""
+
+
+def read_sql(name: str) -> str:
+    return resources.files("neardup.store").joinpath("sql", name).read_text(encoding="utf-8")
+
+
+def _quote_path(path: Path) -> str:
+    return path.resolve().as_posix().replace("'", "''")
+
+
+def _export(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
+    """Stream a table to Parquet in a fixed order, so equal runs give equal files."""
+    query = f"SELECT * FROM {table} ORDER BY {ORDER_BY[table]}"
+    reader = con.sql(query).to_arrow_reader(65536)
+    with pq.ParquetWriter(path, reader.schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+
+
+def _export_sketches(staging: Path, settings: Settings) -> None:
+    """`sketches.parquet`: fingerprints plus the min-hash values as a fixed-size list of
+    int64 (the two's-complement view, so engines without unsigned types can read it).
+    Streams in batches aligned with the signature rows."""
+    source = staging / "sketches.parquet"
+    target = staging / "sketches.parquet.tmp"
+    signatures = np.load(staging / "signatures.npy", mmap_mode="r")
+    k = settings.num_perm
+    row = 0
+    schema = pq.read_schema(source).append(pa.field("minhash", pa.list_(pa.int64(), k)))
+    with pq.ParquetWriter(target, schema, compression="zstd") as writer:
+        for batch in pq.ParquetFile(source).iter_batches(batch_size=65536):
+            n = batch.num_rows
+            values = np.asarray(signatures[row : row + n]).astype(np.uint64).view(np.int64)
+            minhash = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), k)
+            columns = [*batch.columns, minhash]
+            writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+            row += n
+    target.replace(source)
+
+
+def build_store(
+    staging: Path,
+    settings: Settings,
+    workers: int,
+    memory_limit: str = "4GB",
+) -> dict[str, Any]:
+    """Create the DuckDB database and Parquet exports in `staging`; return the summary row."""
+    tmp = staging / "duckdb_tmp"
+    tmp.mkdir(exist_ok=True)
+    con = duckdb.connect(str(staging / DB_NAME))
+    try:
+        con.execute(f"SET threads = {max(1, workers)}")
+        con.execute(f"SET memory_limit = '{memory_limit}'")
+        con.execute(f"SET temp_directory = '{_quote_path(tmp)}'")
+        sql = read_sql("build.sql").format(
+            staging=_quote_path(staging), min_tokens=settings.min_tokens
+        )
+        con.execute(sql)
+        con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])
+        for table in EXPORTED_TABLES:
+            _export(con, table, staging / f"{table}.parquet")
+        summary = con.execute(read_sql("summary.sql")).fetchone()
+        names = [d[0] for d in con.description]
+        skipped = con.execute(read_sql("skipped.sql")).fetchall()
+    finally:
+        con.close()
+    _export_sketches(staging, settings)
+    for name in INTERMEDIATE:
+        target = staging / name
+        if target.is_dir():
+            for child in target.iterdir():
+                child.unlink()
+            target.rmdir()
+        elif target.exists():
+            target.unlink()
+    result = dict(zip(names, summary, strict=True))
+    result["skipped_by_reason"] = {reason: count for reason, count in skipped}
+    return result
+
+
+def open_run(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to a finished run."""
+    db = Path(path) / DB_NAME
+    if not db.exists():
+        raise RunError(f"{path} is not a neardup run directory (no {DB_NAME}); run `neardup scan`")
+    return duckdb.connect(str(db), read_only=read_only)
+
+
+def load_settings(path: str | Path) -> Settings:
+    settings_file = Path(path) / "settings.json"
+    if not settings_file.exists():
+        raise RunError(f"{path} has no settings.json: not a complete neardup run")
+    return Settings.from_json(settings_file.read_text(encoding="utf-8"))
+
+
+def load_summary(path: str | Path) -> dict[str, Any]:
+    summary_file = Path(path) / "summary.json"
+    if not summary_file.exists():
+        raise RunError(f"{path} has no summary.json: not a complete neardup run")
+    return json.loads(summary_file.read_text(encoding="utf-8"))
+
+
+def load_signatures(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """(doc ids, signature matrix) of a run, memory-mapped."""
+    run = Path(path)
+    sig = np.load(run / "signatures.npy", mmap_mode="r")
+    if sig.dtype != SIGNATURE_DTYPE:
+        raise RunError(f"signatures in {path} are {sig.dtype}, expected {SIGNATURE_DTYPE}")
+    return np.load(run / "signature_docs.npy"), sig

@@ -1,0 +1,95 @@
+-- Build the run's tables from the staging Parquet files.
+-- {staging} is the staging directory; {min_tokens} the settings' minimum word count.
+
+CREATE TABLE sketches AS
+SELECT * FROM read_parquet('{staging}/sketches.parquet') ORDER BY doc_id;
+
+CREATE TABLE assignments AS
+SELECT * FROM read_parquet('{staging}/assignments.parquet') ORDER BY doc_id;
+
+CREATE TABLE pages AS
+WITH sizes AS (
+    SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
+)
+SELECT
+    p.doc_id,
+    p.url,
+    p.host,
+    p.status,
+    p.content_type,
+    p.format,
+    p.title,
+    TRY_CAST(p.fetched_at AS TIMESTAMPTZ) AS fetched_at,
+    p.payload_digest,
+    p.redirect_to,
+    p.ip,
+    p.record_type,
+    p.record_id,
+    p.concurrent_to,
+    p.source,
+    p."offset",
+    p.length,
+    p.payload_bytes,
+    p.n_links,
+    p.exact_fp,
+    s.lexical_fp,
+    s.shingle_fp,
+    s.n_tokens,
+    s.n_shingles,
+    a.cluster_id,
+    z.cluster_size,
+    CASE WHEN a.cluster_id IS NULL THEN NULL ELSE a.cluster_id = p.doc_id END
+        AS is_representative,
+    a.component_id,
+    a.identical_id,
+    a.class_id,
+    a.similarity_to_representative,
+    COALESCE(
+        p.skipped_reason,
+        CASE
+            WHEN s.doc_id IS NOT NULL AND a.doc_id IS NULL THEN
+                CASE
+                    WHEN s.n_tokens = 0 THEN 'no words'
+                    WHEN s.n_tokens < {min_tokens} THEN 'too few words'
+                    ELSE 'no shingles left after dropping common shingles'
+                END
+        END
+    ) AS skipped_reason
+FROM read_parquet('{staging}/pages_raw.parquet') AS p
+LEFT JOIN sketches AS s USING (doc_id)
+LEFT JOIN assignments AS a USING (doc_id)
+LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
+ORDER BY p.doc_id;
+
+CREATE TABLE pairs AS
+SELECT * FROM read_parquet('{staging}/pairs.parquet') ORDER BY doc_a, doc_b;
+
+CREATE TABLE clusters AS
+SELECT
+    m.cluster_id,
+    count(*) AS size,
+    count(DISTINCT m.host) AS n_hosts,
+    count(DISTINCT m.class_id) AS n_distinct_texts,
+    min(m.similarity_to_representative) AS min_similarity,
+    any_value(r.doc_id) AS representative_doc_id,
+    any_value(r.url) AS representative_url,
+    any_value(r.title) AS representative_title
+FROM pages AS m
+JOIN pages AS r ON r.doc_id = m.cluster_id
+WHERE m.cluster_size >= 2
+GROUP BY m.cluster_id
+ORDER BY size DESC, m.cluster_id;
+
+CREATE TABLE links AS
+WITH targets AS (
+    SELECT url, min(doc_id) AS doc_id FROM pages WHERE url IS NOT NULL GROUP BY url
+)
+SELECT l.src_doc, l.dst_url, t.doc_id AS dst_doc
+FROM read_parquet('{staging}/links.parquet', file_row_number = true) AS l
+LEFT JOIN targets AS t ON t.url = l.dst_url
+ORDER BY l.src_doc, l.file_row_number;
+
+CREATE TABLE page_text AS
+SELECT * FROM read_parquet('{staging}/page_text.parquet') ORDER BY doc_id;
+
+DROP TABLE assignments;

@@ -1,0 +1,50 @@
+"""Candidate pairs from bucket keys."""
+
+import numpy as np
+import pytest
+
+from neardup.candidates import bucket_candidates, unpack_pairs
+
+
+def pairs_of(keys, docs, max_bucket=64):
+    packed, stats = bucket_candidates(
+        np.asarray(keys, dtype=np.int64), np.asarray(docs), max_bucket
+    )
+    a, b = unpack_pairs(packed)
+    return set(zip(a.tolist(), b.tolist(), strict=True)), stats
+
+
+def test_pairs_share_a_key_in_the_same_table_only():
+    # docs 0 and 1 share key 7 in table 0; docs 1 and 2 share key 9 in table 1;
+    # doc 3 has key 7 but in table 1, which must not meet doc 0's table-0 key 7.
+    keys = [[7, 1], [7, 9], [5, 9], [6, 7]]
+    pairs, stats = pairs_of(keys, [0, 1, 2, 3])
+    assert pairs == {(0, 1), (1, 2)}
+    assert stats.tables == 2
+    assert stats.unique == 2
+
+
+def test_pair_found_in_several_tables_is_reported_once():
+    keys = [[1, 2, 3], [1, 2, 3]]
+    pairs, stats = pairs_of(keys, [10, 20])
+    assert pairs == {(10, 20)}
+    assert stats.emitted == 3 and stats.unique == 1
+
+
+def test_small_bucket_gives_all_pairs_large_bucket_a_chain():
+    docs = list(range(6))
+    all_pairs, _ = pairs_of([[1]] * 6, docs, max_bucket=6)
+    assert len(all_pairs) == 15
+    chain, stats = pairs_of([[1]] * 6, docs, max_bucket=5)
+    assert chain == {(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)}
+    assert stats.large_buckets == 1 and stats.largest_bucket == 6
+
+
+def test_smaller_id_first_whatever_the_input_order():
+    pairs, _ = pairs_of([[4], [4]], [9, 3])
+    assert pairs == {(3, 9)}
+
+
+def test_ids_must_fit_in_31_bits():
+    with pytest.raises(ValueError):
+        bucket_candidates(np.zeros((1, 1), dtype=np.int64), np.array([2**31]), 8)

@@ -1,0 +1,93 @@
+"""The command line, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from neardup.cli import app
+
+runner = CliRunner()
+
+
+def test_scan_then_clusters_then_summary(demo_crawl, tmp_path):
+    out = tmp_path / "run"
+    args = ["scan", *map(str, demo_crawl.warc_paths), "--out", str(out), "--workers", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "near-duplicate clusters" in result.output
+    assert "skipped: HTTP status 404" in result.output
+
+    result = runner.invoke(app, ["clusters", str(out), "--top", "3"])
+    assert result.exit_code == 0, result.output
+    assert "largest near-duplicate clusters" in result.output
+
+    result = runner.invoke(app, ["summary", str(out)])
+    assert result.exit_code == 0 and "records read" in result.output
+
+
+def test_scan_json_summary_and_one_cluster(demo_crawl, tmp_path):
+    out = tmp_path / "run"
+    args = ["scan", str(demo_crawl.warc_paths[0]), "-o", str(out), "--json", "--workers", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["records"] > 0
+    from neardup import open_run
+
+    con = open_run(out)
+    cid = con.execute("SELECT cluster_id FROM clusters LIMIT 1").fetchone()[0]
+    con.close()
+    result = runner.invoke(app, ["clusters", str(out), "--cluster", str(cid)])
+    assert result.exit_code == 0 and "representative" in result.output
+
+
+def test_missing_input_is_a_clear_error(tmp_path):
+    result = runner.invoke(app, ["scan", str(tmp_path / "nope.warc.gz"), "-o", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "no such file" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_format_is_a_clear_error(tmp_path):
+    bogus = tmp_path / "notes.docx"
+    bogus.write_bytes(b"PK\x03\x04 not a crawl")
+    result = runner.invoke(app, ["scan", str(bogus), "-o", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "notes.docx" in result.output
+
+
+def test_nothing_usable_exits_non_zero_but_accounts_for_records(tmp_path):
+    table = tmp_path / "empty.jsonl"
+    table.write_text('{"url": "http://a.example/", "text": "   "}\n{"oops": 1}\n')
+    result = runner.invoke(app, ["scan", str(table), "-o", str(tmp_path / "r"), "--workers", "1"])
+    assert result.exit_code == 1
+    assert "no usable page" in result.output
+    from neardup import open_run
+
+    con = open_run(tmp_path / "r")
+    reasons = [r[0] for r in con.execute("SELECT skipped_reason FROM pages ORDER BY doc_id").fetchall()]
+    con.close()
+    assert len(reasons) == 2 and all(reasons)
+
+
+def test_bad_settings_are_refused(demo_crawl, tmp_path):
+    args = ["scan", str(demo_crawl.warc_paths[0]), "-o", str(tmp_path / "r"), "--bands", "3"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "bands" in result.output
+
+
+def test_dedup_runs_the_scan_itself(demo_crawl, tmp_path):
+    out = tmp_path / "clean"
+    result = runner.invoke(app, ["dedup", *map(str, demo_crawl.warc_paths), "-o", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (out / "scan" / "pages.parquet").exists()
+    assert (out / "remove_urls.txt").read_text().strip()
+    assert len(list(out.glob("*.warc.gz"))) == len(demo_crawl.warc_paths)
+
+
+def test_demo_crawl_command(tmp_path):
+    result = runner.invoke(app, ["demo-crawl", str(tmp_path / "c"), "--pages", "10"])
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "c" / "warc").glob("*.warc.gz"))
