@@ -67,7 +67,9 @@ def test_nothing_usable_exits_non_zero_but_accounts_for_records(tmp_path):
     from neardup import open_run
 
     con = open_run(tmp_path / "r")
-    reasons = [r[0] for r in con.execute("SELECT skipped_reason FROM pages ORDER BY doc_id").fetchall()]
+    reasons = [
+        r[0] for r in con.execute("SELECT skipped_reason FROM pages ORDER BY doc_id").fetchall()
+    ]
     con.close()
     assert len(reasons) == 2 and all(reasons)
 

@@ -119,7 +119,9 @@ def test_transitive_view_contains_centre_clusters(demo_run):
 
 
 def test_supershingle_method_finds_the_identical_and_close_copies(demo_crawl, tmp_path):
-    run = neardup.scan(demo_crawl.warc_paths, tmp_path / "ss", settings=Settings.fetterly(), workers=1)
+    run = neardup.scan(
+        demo_crawl.warc_paths, tmp_path / "ss", settings=Settings.fetterly(), workers=1
+    )
     by_url = pages(run)
     for row in demo_crawl.truth:
         if row["edit"] == "identical" and row["expected"] == "page":

@@ -15,6 +15,7 @@ from neardup.sketch import (
     containment,
     estimate_resemblance,
     jaccard,
+    minhash_packed,
     minhash_signature,
     shingle_hashes,
     sketch_batch,
@@ -177,3 +178,75 @@ def test_estimate_resemblance_vectorised() -> None:
     assert isinstance(estimate_resemblance(a[0], b[0]), float)
     with pytest.raises(ValueError):
         estimate_resemblance(a, b[:, :64])
+
+
+def _sketch_chunk(texts: list[str]) -> np.ndarray:
+    return sketch_batch(texts, Settings.fetterly()).minhash
+
+
+def test_same_result_in_other_processes() -> None:
+    """Sketches do not depend on the process or on how a corpus is split into batches."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    rng = random.Random(9)
+    texts = [canonicalize(_text(rng, n)) for n in range(1, 60)]
+    whole = _sketch_chunk(texts)
+    chunks = [texts[:7], texts[7:30], texts[30:]]
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        parts = list(pool.map(_sketch_chunk, chunks))
+    assert np.array_equal(np.concatenate(parts), whole)
+
+
+def test_minhash_packed_rows() -> None:
+    rng = np.random.default_rng(3)
+    sets = [rng.integers(0, 2**64, size=n, dtype=np.uint64) for n in [0, 1, 3, 4, 5, 100]]
+    offsets = np.cumsum([0] + [s.size for s in sets])
+    packed = minhash_packed(np.concatenate(sets), offsets, 4, 50)
+    assert packed.shape == (6, 50)
+    for row, s in zip(packed, sets, strict=True):
+        assert np.array_equal(row, minhash_signature(s, 4, 50))
+    assert np.all(packed[0] == EMPTY_VALUE)
+    # A multiset gives the signature of its set.
+    assert np.array_equal(minhash_signature(np.repeat(sets[4], 3), 4, 50), packed[4])
+
+
+def test_fused_raw_text_path_equals_canonical_path() -> None:
+    from neardup.sketch import sketch_texts
+
+    rng = random.Random(4)
+    raw = ["", "  ,; ", "Hello, <b>World</b>!", "ΟΔΟΣ İstanbul ünïcode"]
+    raw += [_text(rng, n).upper().replace(" ", " -- ") for n in [3, 40, 700]]
+    s = Settings.fetterly()
+    fused = sketch_texts(raw, s)
+    plain = sketch_batch([canonicalize(t) for t in raw], s)
+    for field in ("n_tokens", "n_shingles", "lexical_fp", "shingle_fp", "minhash"):
+        assert np.array_equal(getattr(fused, field), getattr(plain, field)), field
+    assert np.array_equal(fused.supershingles, plain.supershingles)
+
+
+def test_arrow_input_equals_python_strings() -> None:
+    import pyarrow as pa
+
+    from neardup.sketch import doc_shingle_counts, doc_shingle_counts_arrow, sketch_arrow
+
+    rng = random.Random(8)
+    raw = ["Hello, <b>World</b>!", None, "", "ΟΔΟΣ İstanbul ünïcode"]
+    raw += [_text(rng, n) for n in [3, 40, 700]]
+    s = Settings.fetterly()
+    as_str = [t or "" for t in raw]
+    expected = sketch_batch([canonicalize(t) for t in as_str], s)
+    arrays = [
+        pa.array(raw),
+        pa.array(raw, type=pa.large_string()),
+        pa.chunked_array([pa.array(raw[:3]), pa.array(raw[3:])]),
+        pa.array(["skip me", *raw, "and me"]).slice(1, len(raw)),
+    ]
+    for arr in arrays:
+        got = sketch_arrow(arr, s)
+        for field in ("n_tokens", "n_shingles", "lexical_fp", "shingle_fp", "minhash"):
+            assert np.array_equal(getattr(got, field), getattr(expected, field)), field
+    hashes, counts = doc_shingle_counts_arrow(arrays[-1], s)
+    ref_hashes, ref_counts = doc_shingle_counts([canonicalize(t) for t in as_str], s)
+    assert np.array_equal(hashes, ref_hashes) and np.array_equal(counts, ref_counts)
+    assert len(sketch_arrow(pa.array([], type=pa.string()), s)) == 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from neardup.settings import Settings
 from neardup.sketch import Sketch, canonicalize, containment, jaccard, shingle_hashes, sketch_text
-
-import numpy as np
 
 
 def shingle_set(text: str, settings: Settings | None = None) -> np.ndarray:

@@ -309,7 +309,7 @@ def dedup_command(
     force: Annotated[bool, typer.Option(help="replace an existing scan in OUT/scan")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
-    """Write INPUTS back without their non-representative near-duplicates, plus keep/remove lists."""
+    """Write INPUTS without their non-representative near-duplicates, plus keep/remove lists."""
     if run is None:
         if not inputs:
             _fail("give inputs to scan, or --run with a finished scan")

@@ -13,6 +13,7 @@ import gzip
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import duckdb
@@ -53,7 +54,7 @@ def _record_offsets(con: duckdb.DuckDBPyConnection, source: str) -> list[int]:
 def _archive_ranges(path: Path, offsets: list[int]) -> Iterator[tuple[int, int]]:
     """(start, end) byte range of every record, checking that the offsets really frame it."""
     size = path.stat().st_size
-    if any(b <= a for a, b in zip(offsets, offsets[1:], strict=False)):
+    if any(b <= a for a, b in pairwise(offsets)):
         raise ValueError("record offsets are not increasing (a single-stream gzip file?)")
     with path.open("rb") as fh:
         head = fh.read(2)

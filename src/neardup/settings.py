@@ -56,6 +56,9 @@ class Settings:
     threshold: float = 0.8
     bands: int | None = None
     rows: int | None = None
+    # When bands/rows are tuned: the smallest probability that a pair at exactly `threshold`
+    # shares a band. Verification drops false candidates cheaply; a missed one is lost.
+    band_recall: float = 0.95
     verify: str = "sketch"
     # A bucket larger than this emits a chain of edges instead of all its pairs.
     max_bucket_pairs: int = 64
@@ -80,19 +83,25 @@ class Settings:
             raise SettingsError(f"verify must be one of {', '.join(VERIFY_MODES)}")
         if self.cluster_rule not in CLUSTER_RULES:
             raise SettingsError(f"cluster_rule must be one of {', '.join(CLUSTER_RULES)}")
+        if not 0.0 < self.band_recall < 1.0:
+            raise SettingsError("band_recall must be in (0, 1)")
         if self.max_shingle_df < 0:
             raise SettingsError("max_shingle_df must be >= 0 (0 disables the filter)")
         if (self.bands is None) != (self.rows is None):
             raise SettingsError("give both bands and rows, or neither (then they are tuned)")
-        if self.bands is not None and self.rows is not None:
-            if self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm:
-                raise SettingsError(f"bands*rows must be between 1 and num_perm ({self.num_perm})")
+        if (
+            self.bands is not None
+            and self.rows is not None
+            and (self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm)
+        ):
+            raise SettingsError(f"bands*rows must be between 1 and num_perm ({self.num_perm})")
         if self.supershingle_count < 2 or self.supershingle_size < 1:
             raise SettingsError("need at least 2 super-shingles of at least 1 value")
         if self.method == "supershingles" and self.supershingle_values > self.num_perm:
             raise SettingsError(
                 f"supershingles need {self.supershingle_values} min-hash values "
-                f"({self.supershingle_count} x {self.supershingle_size}), num_perm is {self.num_perm}"
+                f"({self.supershingle_count} x {self.supershingle_size}), "
+                f"num_perm is {self.num_perm}"
             )
         if self.max_bucket_pairs < 2:
             raise SettingsError("max_bucket_pairs must be at least 2")

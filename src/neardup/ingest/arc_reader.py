@@ -40,11 +40,15 @@ _NON_PAGE_SCHEMES = ("dns:", "filedesc:", "whois:", "metadata:")
 FILE_HEADER_REASON = "not a page: ARC file header"
 # URL IP-address Archive-date Content-type Archive-length. Version-2 lines have five more fields
 # between type and length, which the lazy middle group absorbs.
-_HEADER_LINE = re.compile(
-    rb"^(?P<url>[A-Za-z][A-Za-z0-9+.\-]*:\S*) (?P<ip>\S+) (?P<date>\d{14})"
-    rb"(?: (?P<mime>[^\r\n]*?))? (?P<length>\d{1,12})\r?$",
-    re.M,
+_HEADER = (
+    rb"(?P<url>[A-Za-z][A-Za-z0-9+.\-]*:\S*) (?P<ip>\S+) (?P<date>\d{14})"
+    rb"(?: (?P<mime>[^\r\n]*?))? (?P<length>\d{1,12})\r?$"
 )
+# `match` at a known record start (which need not follow a line break: old Common Crawl ARCs
+# start the next header right after a body that does not end in one) ...
+_HEADER_AT = re.compile(_HEADER, re.M)
+# ... and `search` for the next header line when resynchronising.
+_HEADER_LINE = re.compile(rb"^" + _HEADER, re.M)
 _BLANK = b"\r\n \t"
 
 
@@ -184,7 +188,7 @@ def _lenient_block(path: str, buf: Any, start: int, base: int) -> Iterator[RawRe
     n = len(buf)
     pos = _skip_blank(buf, start)
     while pos < n:
-        header = _HEADER_LINE.match(buf, pos)
+        header = _HEADER_AT.match(buf, pos)
         if header is None:
             found = _HEADER_LINE.search(buf, pos + 1)
             end = found.start() if found is not None else n
@@ -218,7 +222,7 @@ def _true_end(buf: Any, body_start: int, end: int) -> int:
     """`end` if the declared length lands on a blank line, a header line or EOF; else the
     start of the next header line after the body's start (the length was wrong)."""
     after = _skip_blank(buf, end)
-    if after >= len(buf) or _HEADER_LINE.match(buf, after):
+    if after >= len(buf) or _HEADER_AT.match(buf, after):
         return end
     found = _HEADER_LINE.search(buf, body_start)
     if found is None:
@@ -344,7 +348,7 @@ def _next_arc_member(fd: int, start: int, size: int) -> int | None:
                 head = zlib.decompressobj(31).decompress(os.pread(fd, 8192, pos + i), 4096)
             except zlib.error:
                 head = b""
-            if _HEADER_LINE.match(head.lstrip(_BLANK)):
+            if _HEADER_AT.match(head.lstrip(_BLANK)):
                 return pos + i
             i = block.find(_GZIP_MEMBER, i + 1)
         pos += window

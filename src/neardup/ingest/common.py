@@ -87,11 +87,16 @@ def sniff_kind(head: bytes) -> str | None:
     return None
 
 
+DAMAGED_START = "damaged gzip data at the start of the file"
+
+
 def sniff_archive(path: str) -> tuple[str | None, str | None]:
     """("warc" or "arc", None), or (None, why the file is neither)."""
     try:
         head = read_head(path)
-    except (OSError, zlib.error) as exc:
+    except zlib.error:
+        return None, DAMAGED_START
+    except OSError as exc:
         return None, f"cannot read file: {exc}"
     if not head:
         return None, "empty file"

@@ -11,9 +11,9 @@ raises out of the iterator. Two FastWARC behaviours shape this module:
   that starts a WARC record, after one "unreadable record" for the damaged stretch.
 
 Offsets are FastWARC's `stream_pos`: the byte offset of the record's gzip member in the file,
-or of the record itself in a plain file. A file compressed as one single gzip stream has no
-per-record offsets; there `offset` is the record's position in the decompressed stream and
-`length` is None.
+or of the record itself in a plain file. A file compressed as one single gzip stream, and a
+zstd file, have no per-record offsets we can check; there `offset` is the record's position in
+the decompressed stream and `length` is None.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ import gzip
 import os
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from fastwarc.stream_io import ZstdReader
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from neardup.ingest.common import (
+    DAMAGED_START,
     BodyError,
     decode_body,
     iso_utc,
@@ -37,6 +39,7 @@ from neardup.ingest.common import (
 from neardup.ingest.record import RawRecord
 
 _GZIP_MEMBER = b"\x1f\x8b\x08"
+_ZSTD_FRAME = b"\x28\xb5\x2f\xfd"
 _PAGE_TYPES = ("response", "resource")
 # URL schemes of records that crawlers write as response/resource but that are never pages.
 _NON_PAGE_SCHEMES = ("dns:", "metadata:", "whois:", "filedesc:", "warcinfo:")
@@ -50,6 +53,8 @@ def iter_warc(path: str) -> Iterator[RawRecord]:
     silently yields nothing for it.
     """
     kind, problem = sniff_archive(path)
+    if problem == DAMAGED_START:
+        kind = "warc"  # the scan reports the damaged member and resumes at the next record
     if kind == "arc":
         from neardup.ingest.arc_reader import iter_arc
 
@@ -79,10 +84,14 @@ class _WarcScan:
         self.fh = fh
         self.fd = fh.fileno()
         self.size = os.fstat(self.fd).st_size
-        self.gzip = os.pread(self.fd, 3, 0) == _GZIP_MEMBER
-        # A whole-file gzip stream: FastWARC's stream_pos is then a compressed block position
-        # shared by many records, so we decompress in Python and use decompressed offsets.
-        self.single_stream = self.gzip and not _first_member_is_one_record(self.fd, self.size)
+        magic = os.pread(self.fd, 4, 0)
+        self.gzip = magic.startswith(_GZIP_MEMBER)
+        # In a whole-file gzip stream or a zstd file FastWARC's stream_pos is the position of a
+        # compressed block, shared by many records; there we decompress through a Python
+        # stream and use positions in the decompressed data as offsets instead.
+        self.single_stream = (
+            self.gzip and not _first_member_is_one_record(self.fd, self.size)
+        ) or magic == _ZSTD_FRAME
         # Each record is held back until the next one's offset tells its length.
         self.pending: RawRecord | None = None
 
@@ -103,9 +112,11 @@ class _WarcScan:
     def _pass(self, start: int) -> Iterator[RawRecord]:
         """Records from `start` until the end of the file or the first FastWARC error."""
         self.fh.seek(start)
-        stream: BinaryIO = self.fh
-        if self.single_stream:
+        stream: Any = self.fh
+        if self.single_stream and self.gzip:
             stream = gzip.GzipFile(fileobj=self.fh, mode="rb")
+        elif self.single_stream:
+            stream = _CountingReader(ZstdReader(self.fh))
         records = ArchiveIterator(
             stream,
             parse_http=True,
@@ -133,10 +144,10 @@ class _WarcScan:
 
     def _seekable(self, offset: int) -> bool:
         """A plain file's offsets always are; a gzip file's only at member starts."""
-        if not self.gzip:
-            return True
         if self.single_stream:
             return False
+        if not self.gzip:
+            return True
         return os.pread(self.fd, 3, offset) == _GZIP_MEMBER
 
     def _resync(self, pass_start: int, error: Exception) -> tuple[RawRecord | None, int | None]:
@@ -145,7 +156,7 @@ class _WarcScan:
         last = self.pending
         if last is not None and last.offset < pass_start:
             last = None  # held over from an earlier pass
-        if not self.gzip or (last is not None and not self._seekable(last.offset)):
+        if not self.gzip or self.single_stream:
             # FastWARC resyncs plain files by itself, so an error there is an I/O failure;
             # a single gzip stream cannot be entered in the middle. Either way: stop here.
             at = last.offset + 1 if last is not None else pass_start
@@ -182,6 +193,26 @@ class _WarcScan:
         except zlib.error:
             return None
         return pos - len(dec.unused_data) if dec.eof else None
+
+
+class _CountingReader:
+    """A decompressing FastWARC reader seen as a Python stream whose tell() counts
+    decompressed bytes, so that FastWARC's stream_pos becomes a decompressed offset."""
+
+    def __init__(self, inner: ZstdReader) -> None:
+        self.inner = inner
+        self.pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.inner.read(size if size and size > 0 else 1 << 20)
+        self.pos += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.pos
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def _first_member_is_one_record(fd: int, size: int) -> bool:

@@ -6,10 +6,19 @@ derived from already-seeded values) and identical on every machine and in every 
 Stored 64-bit fingerprints are int64 (two's complement of the uint64 value).
 """
 
+from pathlib import Path
+
+from neardup.sketch._cache import drop_stale_kernels
+
+drop_stale_kernels(Path(__file__).parent)  # before any kernel module is imported
+
+# ruff: noqa: E402
+
 from neardup.sketch.batch import (
     Sketch,
     SketchBatch,
     set_fingerprint,
+    sketch_arrow,
     sketch_batch,
     sketch_packed,
     sketch_text,
@@ -25,10 +34,16 @@ from neardup.sketch.minhash import (
     estimate_resemblance,
     intersection_size,
     jaccard,
+    minhash_packed,
     minhash_params,
     minhash_signature,
 )
-from neardup.sketch.shingles import doc_shingle_counts, shingle_hashes
+from neardup.sketch.shingles import (
+    doc_shingle_counts,
+    doc_shingle_counts_arrow,
+    doc_shingle_counts_packed,
+    shingle_hashes,
+)
 from neardup.sketch.supershingles import (
     megashingle_pairs,
     megashingles,
@@ -36,7 +51,13 @@ from neardup.sketch.supershingles import (
     supershingle_probability,
     supershingles,
 )
-from neardup.sketch.tokens import canonicalize, canonicalize_batch, pack_texts
+from neardup.sketch.tokens import (
+    canonicalize,
+    canonicalize_batch,
+    canonicalize_packed,
+    pack_arrow,
+    pack_texts,
+)
 
 __all__ = [
     "EMPTY_VALUE",
@@ -49,20 +70,26 @@ __all__ = [
     "candidate_probability",
     "canonicalize",
     "canonicalize_batch",
+    "canonicalize_packed",
     "containment",
     "doc_shingle_counts",
+    "doc_shingle_counts_arrow",
+    "doc_shingle_counts_packed",
     "estimate_resemblance",
     "fingerprint64",
     "intersection_size",
     "jaccard",
     "megashingle_pairs",
     "megashingles",
+    "minhash_packed",
     "minhash_params",
     "minhash_signature",
     "optimal_bands",
+    "pack_arrow",
     "pack_texts",
     "set_fingerprint",
     "shingle_hashes",
+    "sketch_arrow",
     "sketch_batch",
     "sketch_packed",
     "sketch_text",

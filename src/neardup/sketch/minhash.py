@@ -8,27 +8,32 @@ sqrt(r (1 - r) / K).
 
 Why SIGNATURE_DTYPE is uint32
 -----------------------------
-The inner loop (every distinct shingle times every function) is the whole cost of
+The inner loop (every distinct shingle times every function) is the largest single cost of
 sketching. With 64-bit images it needs a 64x64-bit vector multiply, which x86 lacks before
-AVX-512 and which is slow where it exists; with 32-bit images it needs one 32-bit multiply,
-which every SIMD unit has, and twice as many lanes fit a register. Measured on the Debian
-documentation pages of bench/sketch_speed.py, K=128, one core, the same loop structure: the
-min-hash step takes about 11 us per page with 32-bit images against 23 us with the cheapest
-64-bit family (affine a*x+b, which is weaker than ours) and 62 us with a full 64-bit mixer;
-end to end (canonicalise, shingle, de-duplicate, min-hash) 32-bit sketching is about 1.6x
-faster. Signatures are also half the size (512 bytes per page at K=128).
+AVX-512 and which is slow where it exists (3 micro-ops for 4 lanes of an AVX2 register);
+with 32-bit images it needs one 32-bit multiply, which every SIMD unit has, for 8 lanes.
+Measured on the pages of bench/sketch_speed.py (K=128, one core, the same loop structure),
+the min-hash step alone is about 2.5x faster with 32-bit images than with the cheapest
+64-bit family (affine a*x+b mod 2^64) and about 6x faster than with a full 64-bit mixer per
+function; end to end (tokens, shingles, de-duplication, min-hash, fingerprints) the 32-bit
+kernel is about 1.5x faster than the affine 64-bit one. Signatures are also half the size
+(512 bytes per page at K=128).
 
-What 32 bits cost: the functions are no longer one-to-one on 64-bit fingerprints, so two
-different shingles can share a minimum by accident. For pages with n and m distinct shingles
-that happens at one position with probability about n*m / ((n + m) * 2^32): 1.2e-7 for two
-pages of 1000 shingles, 1.2e-5 for two of 100,000, a bias far below the standard error
-(0.035 at K=128, r=0.8). An LSH band needs r such accidents at once, a super-shingle 14.
+The functions: each 64-bit shingle fingerprint x (already the output of a strong mixer) is
+folded once to a 32-bit pre-image y = lo32(x) XOR hi32(x), and
+h_i(y) = ((y XOR b_i) * a_i) mod 2^32 with random odd a_i and random b_i. Each h_i is a
+bijection of y, so every image is equally likely and the minimum identifies its pre-image,
+as Fetterly's one-to-one functions do; the top bits of a product with a random odd constant,
+which decide the minimum, are a good universal hash (Dietzfelbinger's multiply-shift),
+different for each i. The fold sits outside the loop over i, which keeps that loop at three
+vector operations per lane. The tests check that positions agree with probability r and
+independently (14 positions agree with probability r^14).
 
-The functions: each 64-bit fingerprint x (already the output of a strong mixer) is split into
-32-bit halves (lo, hi) and h_i(x) = ((lo XOR b_i) * a_i mod 2^32) XOR hi with random odd a_i
-and random b_i. For a fixed hi this is a bijection of lo, so every image is equally likely,
-and the top bits of a multiply by a random odd constant, which decide the minimum, are a
-good universal hash of lo (Dietzfelbinger's multiply-shift), different for each i.
+What 32 bits cost: two different shingles can share a pre-image. For pages with n and m
+distinct shingles an accidental equality at one position has probability about
+n*m / ((n + m) * 2^32): 1.2e-7 for two pages of 1000 shingles, 1.2e-5 for two of 100,000,
+a bias far below the standard error (0.035 at K=128, r=0.8). An LSH band needs r such
+accidents at once, a super-shingle 14.
 """
 
 from __future__ import annotations
@@ -53,8 +58,14 @@ def minhash_params(seed: int, num_perm: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(inline="always")
-def _h(lo: np.uint32, hi: np.uint32, a: np.uint32, b: np.uint32) -> np.uint32:
-    return np.uint32(np.uint32(np.uint32(lo ^ b) * a) ^ hi)
+def fold(x: np.uint64) -> np.uint32:
+    """The 32-bit pre-image of a 64-bit shingle fingerprint (already a strong mix)."""
+    return np.uint32((x ^ (x >> _S32)) & _LO)
+
+
+@njit(inline="always")
+def _h(y: np.uint32, a: np.uint32, b: np.uint32) -> np.uint32:
+    return np.uint32(np.uint32(y ^ b) * a)
 
 
 @njit(cache=True)
@@ -62,49 +73,57 @@ def minhash_into(values: np.ndarray, n: int, a: np.ndarray, b: np.ndarray, out: 
     """out[i] = min over values[:n] of h_i; `out` is filled with EMPTY_VALUE first.
 
     Four shingles per pass over the K functions: the inner loop over i is contiguous and
-    vectorises (one 32-bit multiply per lane), and loading and storing the running minima
-    is shared by four shingles.
+    vectorises (an xor, a 32-bit multiply and a min per lane), and loading and storing the
+    running minima is shared by four shingles.
     """
     k = a.shape[0]
     for i in range(k):
         out[i] = np.uint32(0xFFFFFFFF)
     s = 0
     while s + 3 < n:
-        y0 = values[s]
-        y1 = values[s + 1]
-        y2 = values[s + 2]
-        y3 = values[s + 3]
-        l0 = np.uint32(y0 & _LO)
-        h0 = np.uint32(y0 >> _S32)
-        l1 = np.uint32(y1 & _LO)
-        h1 = np.uint32(y1 >> _S32)
-        l2 = np.uint32(y2 & _LO)
-        h2 = np.uint32(y2 >> _S32)
-        l3 = np.uint32(y3 & _LO)
-        h3 = np.uint32(y3 >> _S32)
+        y0 = fold(values[s])
+        y1 = fold(values[s + 1])
+        y2 = fold(values[s + 2])
+        y3 = fold(values[s + 3])
         for i in range(k):
             ai = a[i]
             bi = b[i]
-            m01 = min(_h(l0, h0, ai, bi), _h(l1, h1, ai, bi))
-            m23 = min(_h(l2, h2, ai, bi), _h(l3, h3, ai, bi))
+            m01 = min(_h(y0, ai, bi), _h(y1, ai, bi))
+            m23 = min(_h(y2, ai, bi), _h(y3, ai, bi))
             out[i] = min(out[i], min(m01, m23))
         s += 4
     while s < n:
-        y = values[s]
-        lo = np.uint32(y & _LO)
-        hi = np.uint32(y >> _S32)
+        y = fold(values[s])
         for i in range(k):
-            out[i] = min(out[i], _h(lo, hi, a[i], b[i]))
+            out[i] = min(out[i], _h(y, a[i], b[i]))
         s += 1
+
+
+@njit(cache=True)
+def _minhash_rows(
+    values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray
+) -> None:
+    for d in range(offsets.shape[0] - 1):
+        start = offsets[d]
+        minhash_into(values[start:], offsets[d + 1] - start, a, b, out[d])
+
+
+def minhash_packed(values: np.ndarray, offsets: np.ndarray, seed: int, num_perm: int) -> np.ndarray:
+    """N x K signatures of N sets of uint64 fingerprints given as one flat array plus
+    offsets (n + 1), in one kernel call: for shingle sets that are already hashed (stored
+    sets, other features)."""
+    flat = np.ascontiguousarray(values, dtype=np.uint64)
+    bounds = np.ascontiguousarray(offsets, dtype=np.int64)
+    a, b = minhash_params(seed, num_perm)
+    out = np.empty((bounds.size - 1, num_perm), dtype=SIGNATURE_DTYPE)
+    _minhash_rows(flat, bounds, a, b, out)
+    return out
 
 
 def minhash_signature(shingles: np.ndarray, seed: int, num_perm: int) -> np.ndarray:
     """The K-value min-hash signature of any set (or multiset) of uint64 fingerprints."""
     values = np.ascontiguousarray(shingles, dtype=np.uint64)
-    a, b = minhash_params(seed, num_perm)
-    out = np.empty(num_perm, dtype=SIGNATURE_DTYPE)
-    minhash_into(values, values.size, a, b, out)
-    return out
+    return minhash_packed(values, np.array([0, values.size]), seed, num_perm)[0]
 
 
 def estimate_resemblance(a: np.ndarray, b: np.ndarray) -> float | np.ndarray:

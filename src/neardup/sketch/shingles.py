@@ -20,6 +20,8 @@ enforces).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -34,7 +36,7 @@ from neardup.sketch.hashing import (
     derive_seeds,
     mix64,
 )
-from neardup.sketch.tokens import pack_texts
+from neardup.sketch.tokens import canonicalize_packed, pack_arrow, pack_texts
 from neardup.sketch.wordops import ctz64, load_u64, padded
 
 _SPACES = U64(0x2020202020202020)
@@ -257,6 +259,19 @@ def doc_shingle_counts(
     int64 number of documents containing each). Each document counts a shingle once, as
     Broder's "shared by more than 1000 documents" requires. Counts of batches add up, so
     workers can count their own batches and the totals do not depend on the split."""
-    flat, _ = packed_shingles(*pack_texts(canonical_texts), settings, unique=True)
+    return doc_shingle_counts_packed(*pack_texts(canonical_texts), settings)
+
+
+def doc_shingle_counts_packed(
+    buf: np.ndarray, offsets: np.ndarray, settings: Settings
+) -> tuple[np.ndarray, np.ndarray]:
+    """`doc_shingle_counts` of canonical texts packed as UTF-8 + offsets."""
+    flat, _ = packed_shingles(buf, offsets, settings, unique=True)
     hashes, counts = np.unique(flat, return_counts=True)
     return hashes, counts.astype(np.int64)
+
+
+def doc_shingle_counts_arrow(texts: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """`doc_shingle_counts` of *raw* texts in an Arrow string (chunked) array, canonicalised
+    in the kernel, without Python strings."""
+    return doc_shingle_counts_packed(*canonicalize_packed(*pack_arrow(texts)), settings)

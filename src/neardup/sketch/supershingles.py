@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from scipy import stats
 
 from neardup.sketch.hashing import (
     TAG_MEGASHINGLE,
@@ -89,6 +88,8 @@ def supershingle_probability(
     """P(at least `min_agree` of `count` super-shingles agree) for resemblance s: the binomial
     tail with p = s^size. Fetterly's numbers: s=0.95 -> 0.88, s=0.8 -> 0.026 (6 of 14, >= 2).
     """
+    from scipy import stats  # imported here: scipy.stats takes ~0.5 s to import
+
     s = np.asarray(similarity, dtype=np.float64)
     p = stats.binom.sf(min_agree - 1, count, s**size)
     return float(p) if np.ndim(p) == 0 else p

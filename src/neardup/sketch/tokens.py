@@ -30,6 +30,7 @@ import functools
 import itertools
 import sys
 import unicodedata
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -39,6 +40,7 @@ _MARK = 1 << 24  # flag on combining marks: word characters only right after one
 _CODE = _MARK - 1
 _DOTTED_I = _CODE  # U+0130, whose lower case is two code points: 'i' + U+0307
 _UTF8_GROWTH_NUM, _UTF8_GROWTH_DEN = 3, 2  # lower-casing grows UTF-8 by at most 3/2
+_PADDING = 8  # readable bytes after the last text, for 8-byte loads
 
 
 @functools.cache
@@ -170,10 +172,38 @@ def pack_texts(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     kept by `surrogatepass` and treated as separators downstream."""
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     # 8 zero bytes of padding after the last text, for the kernels' 8-byte loads.
-    buf = np.frombuffer(b"".join(encoded) + bytes(8), dtype=np.uint8)
+    encoded.append(bytes(_PADDING))
+    buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return buf, offsets
+
+
+def pack_arrow(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`pack_texts` for an Arrow string array (or chunked array, e.g. a Parquet column):
+    Arrow already stores the texts as one UTF-8 buffer plus offsets, so this only copies
+    that buffer once (to add the padding), with no Python string per text. Nulls become
+    empty texts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.chunk(0) if texts.num_chunks == 1 else texts.combine_chunks()
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        texts = texts.cast(pa.large_string())
+    if texts.null_count:
+        texts = pc.fill_null(texts, "")
+    _, offset_buf, data_buf = texts.buffers()
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    if offset_buf is None:  # an empty array
+        return np.zeros(_PADDING, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    offsets = np.frombuffer(offset_buf, dtype=width)[texts.offset : texts.offset + len(texts) + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    offsets = offsets.astype(np.int64) - start  # a slice of a column starts mid-buffer
+    buf = np.empty(end - start + _PADDING, dtype=np.uint8)
+    buf[end - start :] = 0
+    if data_buf is not None and end > start:
+        buf[: end - start] = np.frombuffer(data_buf, dtype=np.uint8, count=end)[start:]
     return buf, offsets
 
 
@@ -184,8 +214,8 @@ def canonicalize_packed(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarra
     out = np.empty(end * _UTF8_GROWTH_NUM // _UTF8_GROWTH_DEN + 16, dtype=np.uint8)
     out_offsets = canonicalize_kernel(buf, offsets, char_table(), out)
     stop = int(out_offsets[-1])
-    out[stop : stop + 8] = 0  # padding for the 8-byte loads of the sketch kernels
-    return out[: stop + 8], out_offsets
+    out[stop : stop + _PADDING] = 0  # padding for the 8-byte loads of the sketch kernels
+    return out[: stop + _PADDING], out_offsets
 
 
 def unpack_texts(buf: np.ndarray, offsets: np.ndarray) -> list[str]:

@@ -90,9 +90,8 @@ def run_sketch(
     filter_common = settings.max_shingle_df > 0 and n_rows > settings.max_shingle_df
     if filter_common:
         common = CommonShingles.empty(settings)
-        for g, (hashes, counts) in zip(
-            groups, engine.map(_count_task, [(text_path, g, settings) for g in groups])
-        ):
+        counted = engine.map(_count_task, [(text_path, g, settings) for g in groups])
+        for g, (hashes, counts) in zip(groups, counted, strict=True):
             common.add(hashes, counts)
             if on_rows:
                 on_rows("count", meta.row_group(g).num_rows)

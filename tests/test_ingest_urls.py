@@ -1,0 +1,119 @@
+"""URL helpers: our RFC 3986 resolver must agree with the RFC and with urllib."""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin
+
+import pytest
+
+from neardup.ingest.urls import host_of, normalize_url, resolve
+
+RFC_BASE = "http://a/b/c/d;p?q"
+# RFC 3986 §5.4.1 and §5.4.2, with our normalisation ("/" for an empty path, no fragment).
+RFC_EXAMPLES = {
+    "g": "http://a/b/c/g",
+    "./g": "http://a/b/c/g",
+    "g/": "http://a/b/c/g/",
+    "/g": "http://a/g",
+    "//g": "http://g/",
+    "?y": "http://a/b/c/d;p?y",
+    "g?y": "http://a/b/c/g?y",
+    "#s": "http://a/b/c/d;p?q",
+    "g#s": "http://a/b/c/g",
+    ";x": "http://a/b/c/;x",
+    "g;x?y#s": "http://a/b/c/g;x?y",
+    ".": "http://a/b/c/",
+    "..": "http://a/b/",
+    "../g": "http://a/b/g",
+    "../..": "http://a/",
+    "../../g": "http://a/g",
+    "../../../../g": "http://a/g",
+    "/./g": "http://a/g",
+    "/../g": "http://a/g",
+    "g.": "http://a/b/c/g.",
+    "..g": "http://a/b/c/..g",
+    "./../g": "http://a/b/g",
+    "./g/.": "http://a/b/c/g/",
+    "g/./h": "http://a/b/c/g/h",
+    "g/../h": "http://a/b/c/h",
+    "g;x=1/../y": "http://a/b/c/y",
+    "g?y/../x": "http://a/b/c/g?y/../x",
+    "g#s/../x": "http://a/b/c/g",
+}
+
+
+@pytest.mark.parametrize(("ref", "expected"), RFC_EXAMPLES.items())
+def test_rfc3986_examples(ref: str, expected: str) -> None:
+    assert resolve(RFC_BASE, ref) == expected
+
+
+@pytest.mark.parametrize(
+    "base",
+    ["http://Example.COM:80/a/b/c.html?x=1", "https://ex.com", "http://u:p@ex.com:8080/p/q"],
+)
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "x.html",
+        "../up.html",
+        "/abs",
+        "//other.org/p",
+        "?q=2",
+        "./a/./b/../c",
+        "%7Euser/",
+        "HTTPS://Foo.Bar:443/x#y",
+        "http://[::1]:80/x",
+    ],
+)
+def test_agrees_with_urljoin(base: str, ref: str) -> None:
+    assert resolve(base, ref) == normalize_url(urljoin(base, ref))
+
+
+@pytest.mark.parametrize(
+    "href",
+    [
+        "javascript:void(0)",
+        "mailto:a@b.org",
+        " data:text/plain,x",
+        "tel:123",
+        "ftp://a/b",
+        "",
+        "   ",
+        "http://[::1/x",
+        "http://a.example:port/x",
+        "http:///nohost",
+    ],
+)
+def test_not_a_web_link(href: str) -> None:
+    assert resolve("http://example.com/", href) is None
+
+
+def test_relative_without_base() -> None:
+    assert resolve(None, "x.html") is None
+    assert resolve(None, "http://Example.com") == "http://example.com/"
+
+
+def test_browser_whitespace_rules() -> None:
+    assert resolve("http://e.com/d/", "  \tfo\no.html \n") == "http://e.com/d/foo.html"
+
+
+def test_file_urls_only_from_file_pages() -> None:
+    assert resolve("file:///site/a/index.html", "../b.html") == "file:///site/b.html"
+    assert resolve("http://e.com/", "file:///etc/passwd") is None
+
+
+def test_normalize_url() -> None:
+    assert normalize_url("HTTP://User@WWW.Example.COM:80/Path?Q=1#frag") == (
+        "http://User@www.example.com/Path?Q=1"
+    )
+    assert normalize_url("https://e.com:8443") == "https://e.com:8443/"
+    assert normalize_url(" mailto:x@y#z ") == "mailto:x@y"
+    assert normalize_url("not a url") == "not a url"
+
+
+def test_host_of() -> None:
+    assert host_of("http://User:pw@WWW.Example.com.:8080/x") == "www.example.com"
+    assert host_of("https://[2001:db8::1]:443/") == "2001:db8::1"
+    assert host_of("dns:example.com") is None
+    assert host_of("http://[::1/") is None
+    assert host_of(None) is None
