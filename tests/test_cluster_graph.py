@@ -2,7 +2,13 @@
 
 import numpy as np
 
-from neardup.cluster import Graph, center_clusters, component_representatives, connected_components
+from neardup.cluster import (
+    Graph,
+    center_clusters,
+    component_representatives,
+    connected_components,
+    core_clusters,
+)
 
 
 def graph(n, edges):
@@ -48,3 +54,29 @@ def test_empty_graph():
     g = Graph.from_edges(0, np.empty(0), np.empty(0))
     assert connected_components(g).size == 0
     assert center_clusters(g).size == 0
+
+
+def test_page_joins_its_most_similar_centre():
+    # Hubs 0 and 1 (degree 3) are centres; page 4 is adjacent to both and joins the more
+    # similar one even though hub 0 comes first in visit order.
+    edges = [(0, 2), (0, 3), (0, 4), (1, 4), (1, 5), (1, 6)]
+    sims = np.array([0.9, 0.9, 0.82, 0.97, 0.9, 0.9])
+    a = np.array([e[0] for e in edges])
+    b = np.array([e[1] for e in edges])
+    rep = center_clusters(Graph.from_edges(7, a, b, sims))
+    assert rep.tolist() == [0, 1, 0, 0, 1, 1, 1]
+
+
+def test_core_rule_keeps_strong_chains_and_splits_weak_ones():
+    # 0-1-2 linked by strong pairs (0.95) form one core, whatever the centres; 3-4-5 is a
+    # chain of weak pairs (0.82) that must not become one cluster through 4.
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
+    sims = np.array([0.95, 0.95, 0.82, 0.82, 0.82])
+    a = np.array([e[0] for e in edges])
+    b = np.array([e[1] for e in edges])
+    g = Graph.from_edges(6, a, b, sims)
+    rep = core_clusters(g, 0.9)
+    assert rep[0] == rep[1] == rep[2] == rep[3] == 1  # the core is the centre; 1 its hub
+    assert rep[4] == rep[5] == 4
+    # every representative is a member of its own cluster
+    assert all(rep[r] == r for r in set(rep.tolist()))

@@ -122,7 +122,7 @@ def test_disabled_filter_drops_nothing() -> None:
 
 def test_false_flag_bound() -> None:
     # The documented sizing: 1M pages x 1000 shingles, max_df 1000, 3 rows of 2^24 counters.
-    default = CommonShingles.empty(Settings())  # calloc'd: no memory is touched
+    default = CommonShingles.empty(Settings(max_shingle_df=1000))  # calloc'd: no memory is touched
     assert (default.depth, default.width, default.max_df) == (3, 1 << 24, 1000)
     assert default.false_flag_bound(total=10**9) == pytest.approx(2.1e-4, rel=0.05)
     assert default.false_flag_bound(total=0) == 0.0

@@ -65,7 +65,10 @@ Rule = Annotated[
         "--cluster-rule", help="center (members verified against the representative) or transitive"
     ),
 ]
-MaxDf = Annotated[int, typer.Option(help="ignore shingles in more pages than this (0: keep all)")]
+MaxDf = Annotated[
+    int,
+    typer.Option(help="drop shingles found in more pages than this (Broder: 1000; 0 keeps all)"),
+]
 Workers = Annotated[int | None, typer.Option(help="worker processes (default: all cores)")]
 BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
 ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
@@ -194,8 +197,8 @@ def scan_command(
     bands: Bands = None,
     rows: Rows = None,
     verify: Verify = "sketch",
-    cluster_rule: Rule = "center",
-    max_shingle_df: MaxDf = 1000,
+    cluster_rule: Rule = "core",
+    max_shingle_df: MaxDf = 0,
     include_error_pages: ErrorPages = False,
     workers: Workers = None,
     base_url: BaseUrl = None,

@@ -14,7 +14,7 @@ from typing import Any
 
 METHODS = ("minhash", "supershingles")
 VERIFY_MODES = ("sketch", "exact")
-CLUSTER_RULES = ("center", "transitive")
+CLUSTER_RULES = ("core", "center", "transitive")
 
 # Settings that change the sketches themselves: two indexes can only be compared when these match.
 SKETCH_KEYS = (
@@ -46,8 +46,11 @@ class Settings:
     # Min-hash sketch: K values per page from K seeded 64-bit hash functions.
     num_perm: int = 128
     seed: int = 1
-    # Shingles shared by more pages than this are ignored (Broder §5.1); 0 disables the filter.
-    max_shingle_df: int = 1000
+    # Shingles shared by more pages than this are dropped (Broder §5.1); 0 keeps every shingle,
+    # and the pair count stays bounded by capping buckets (`max_bucket_pairs`). Kept by
+    # default: on crawls of thousands of pages a site's template crosses 1000 pages, and
+    # dropping it changes the resemblance of short pages (see docs/benchmarks.md).
+    max_shingle_df: int = 0
     # Fetterly et al. 2004: super-shingles of consecutive min-hash values.
     supershingle_count: int = 6
     supershingle_size: int = 14
@@ -62,9 +65,12 @@ class Settings:
     verify: str = "sketch"
     # A bucket larger than this emits a chain of edges instead of all its pairs.
     max_bucket_pairs: int = 64
-    # Clustering: "center" keeps every member within `threshold` of its representative;
-    # "transitive" is plain connected components over verified pairs.
-    cluster_rule: str = "center"
+    # Clustering: "core" joins pages linked by strong pairs (>= core_threshold), then groups
+    # those cores around centres; "center" keeps every member verified against its
+    # representative; "transitive" is plain connected components over verified pairs.
+    cluster_rule: str = "core"
+    # Strong-pair similarity for the core rule; None means halfway from threshold to 1.
+    core_threshold: float | None = None
     # Ingest.
     include_error_pages: bool = False
     min_tokens: int = 1
@@ -83,6 +89,8 @@ class Settings:
             raise SettingsError(f"verify must be one of {', '.join(VERIFY_MODES)}")
         if self.cluster_rule not in CLUSTER_RULES:
             raise SettingsError(f"cluster_rule must be one of {', '.join(CLUSTER_RULES)}")
+        if self.core_threshold is not None and not self.threshold <= self.core_threshold <= 1.0:
+            raise SettingsError("core_threshold must be between threshold and 1")
         if not 0.0 < self.band_recall < 1.0:
             raise SettingsError("band_recall must be in (0, 1)")
         if self.max_shingle_df < 0:
@@ -105,6 +113,13 @@ class Settings:
             )
         if self.max_bucket_pairs < 2:
             raise SettingsError("max_bucket_pairs must be at least 2")
+
+    @property
+    def strong_similarity(self) -> float:
+        """The similarity from which pairs join one core (the core rule)."""
+        if self.core_threshold is not None:
+            return self.core_threshold
+        return (1.0 + self.threshold) / 2.0
 
     @property
     def supershingle_values(self) -> int:

@@ -5,6 +5,13 @@ from neardup.cluster.graph import (
     center_clusters,
     component_representatives,
     connected_components,
+    core_clusters,
 )
 
-__all__ = ["Graph", "center_clusters", "component_representatives", "connected_components"]
+__all__ = [
+    "Graph",
+    "center_clusters",
+    "component_representatives",
+    "connected_components",
+    "core_clusters",
+]

@@ -6,10 +6,17 @@ passed the similarity threshold). Two views are computed:
 * connected components (union-find's answer, Broder et al. 1997): the transitive closure. On
   sites whose pages share heavy navigation, chains of 0.8-similar neighbours can join hundreds
   of different pages, so this view is kept as `component_id` but is not the default cluster;
-* centre clusters (the default): nodes are visited by decreasing degree (ties: larger
-  equivalence class, then lower id); an unassigned node becomes a representative and claims
-  its unassigned neighbours. Every member therefore has a verified edge to its representative,
-  in the spirit of the Ask.com design, where a loser must verify against its group's winner.
+* centre clusters: nodes are visited by decreasing degree (ties: larger equivalence class,
+  then lower id); a node that no centre has reached yet becomes a centre. Then every other
+  node joins the adjacent centre it is most similar to (ties: the earlier centre). Every
+  member therefore has a verified edge to its representative, in the spirit of the Ask.com
+  design, where a loser must verify against its group's winner;
+* core clusters (the scan's default): first the connected components over *strong* edges
+  only (similarity >= a core threshold well above the verification threshold), because
+  pages that close belong together whatever a centre decides; then centre clusters over
+  those cores, two cores being adjacent when any of their pages are. Short strong links
+  cannot drift far, while the weaker links that make transitive blobs only join a core to a
+  centre core.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components as _scipy_components
 
 
@@ -29,20 +36,29 @@ class Graph:
     n: int
     indptr: np.ndarray
     indices: np.ndarray
+    weights: np.ndarray  # similarity of each adjacency entry
 
     @classmethod
-    def from_edges(cls, n: int, a: np.ndarray, b: np.ndarray) -> Graph:
+    def from_edges(
+        cls, n: int, a: np.ndarray, b: np.ndarray, similarity: np.ndarray | None = None
+    ) -> Graph:
+        """Undirected graph of unique edges (a[i], b[i]) with their similarities."""
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
             raise ValueError("edge endpoint outside 0..n-1")
+        sim = np.ones(a.size, dtype=np.float64) if similarity is None else similarity
         rows = np.concatenate([a, b])
         cols = np.concatenate([b, a])
-        data = np.ones(rows.size, dtype=np.int8)
+        data = np.concatenate([sim, sim]).astype(np.float64)
         csr = coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr()
-        csr.sum_duplicates()
         csr.sort_indices()
-        return cls(n=n, indptr=csr.indptr.astype(np.int64), indices=csr.indices.astype(np.int64))
+        return cls(
+            n=n,
+            indptr=csr.indptr.astype(np.int64),
+            indices=csr.indices.astype(np.int64),
+            weights=csr.data.astype(np.float64),
+        )
 
     def degree(self) -> np.ndarray:
         return np.diff(self.indptr)
@@ -53,8 +69,6 @@ def connected_components(graph: Graph) -> np.ndarray:
     if graph.n == 0:
         return np.empty(0, dtype=np.int64)
     data = np.ones(graph.indices.size, dtype=np.int8)
-    from scipy.sparse import csr_matrix
-
     csr = csr_matrix((data, graph.indices, graph.indptr), shape=(graph.n, graph.n))
     _, labels = _scipy_components(csr, directed=False)
     # scipy numbers components arbitrarily; relabel by their smallest member for determinism.
@@ -63,33 +77,64 @@ def connected_components(graph: Graph) -> np.ndarray:
     return smallest[labels]
 
 
-def _visit_order(graph: Graph, weight: np.ndarray) -> np.ndarray:
-    """Nodes by decreasing degree, then decreasing weight, then increasing index."""
+def _visit_order(graph: Graph, weight: np.ndarray, weight_first: bool = False) -> np.ndarray:
+    """Nodes by decreasing degree, then decreasing weight (or weight, then degree), then
+    increasing index."""
     idx = np.arange(graph.n, dtype=np.int64)
-    return np.lexsort((idx, -np.asarray(weight, dtype=np.int64), -graph.degree()))
+    w = -np.asarray(weight, dtype=np.int64)
+    d = -graph.degree()
+    return np.lexsort((idx, d, w) if weight_first else (idx, w, d))
 
 
 @njit(cache=True)
-def _claim(indptr: np.ndarray, indices: np.ndarray, order: np.ndarray) -> np.ndarray:
+def _centres(indptr: np.ndarray, indices: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Greedy dominating set: a node becomes a centre unless a centre already reached it."""
     n = order.shape[0]
-    rep = np.full(n, -1, dtype=np.int64)
-    for v in order:
-        if rep[v] != -1:
+    rank = np.full(n, -1, dtype=np.int64)  # visit rank of each centre, -1 for non-centres
+    reached = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        v = order[i]
+        if reached[v]:
             continue
-        rep[v] = v
+        rank[v] = i
+        reached[v] = True
+        for p in range(indptr[v], indptr[v + 1]):
+            reached[indices[p]] = True
+    return rank
+
+
+@njit(cache=True)
+def _join_best_centre(
+    indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray, rank: np.ndarray
+) -> np.ndarray:
+    n = rank.shape[0]
+    rep = np.empty(n, dtype=np.int64)
+    for v in range(n):
+        if rank[v] >= 0:
+            rep[v] = v
+            continue
+        best = -1
+        best_sim = -1.0
         for p in range(indptr[v], indptr[v + 1]):
             u = indices[p]
-            if rep[u] == -1:
-                rep[u] = v
+            if rank[u] < 0:
+                continue
+            if weights[p] > best_sim or (weights[p] == best_sim and rank[u] < rank[best]):
+                best = u
+                best_sim = weights[p]
+        rep[v] = best
     return rep
 
 
-def center_clusters(graph: Graph, weight: np.ndarray | None = None) -> np.ndarray:
+def center_clusters(
+    graph: Graph, weight: np.ndarray | None = None, weight_first: bool = False
+) -> np.ndarray:
     """Representative node of each node under the centre rule (itself when it is one)."""
     if graph.n == 0:
         return np.empty(0, dtype=np.int64)
     w = np.ones(graph.n, dtype=np.int64) if weight is None else weight
-    return _claim(graph.indptr, graph.indices, _visit_order(graph, w))
+    rank = _centres(graph.indptr, graph.indices, _visit_order(graph, w, weight_first))
+    return _join_best_centre(graph.indptr, graph.indices, graph.weights, rank)
 
 
 def component_representatives(
@@ -101,11 +146,53 @@ def component_representatives(
         return np.empty(0, dtype=np.int64)
     w = np.ones(graph.n, dtype=np.int64) if weight is None else weight
     order = _visit_order(graph, w)
-    best = np.full(graph.n, -1, dtype=np.int64)
     # The first node of each component in visit order is its representative.
     first_seen = np.full(graph.n, -1, dtype=np.int64)
     lab_in_order = labels[order]
     _, first_pos = np.unique(lab_in_order, return_index=True)
     first_seen[lab_in_order[first_pos]] = order[first_pos]
-    best = first_seen[labels]
-    return best
+    return first_seen[labels]
+
+
+def _quotient(
+    graph: Graph, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Collapse nodes with equal labels: (groups, group of each node, edge a, edge b, max sim)."""
+    groups, group_of = np.unique(labels, return_inverse=True)
+    src = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.indptr))
+    ga, gb = group_of[src], group_of[graph.indices]
+    keep = ga < gb
+    key = ga[keep] * groups.size + gb[keep]
+    sim = graph.weights[keep]
+    order = np.lexsort((-sim, key))
+    key, sim = key[order], sim[order]
+    uniq, first = np.unique(key, return_index=True)
+    return groups, group_of, uniq // groups.size, uniq % groups.size, sim[first]
+
+
+def core_clusters(
+    graph: Graph, core_threshold: float, weight: np.ndarray | None = None
+) -> np.ndarray:
+    """Representative node of each node under the core rule (see the module docstring)."""
+    if graph.n == 0:
+        return np.empty(0, dtype=np.int64)
+    w = np.ones(graph.n, dtype=np.int64) if weight is None else np.asarray(weight, dtype=np.int64)
+    src = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.indptr))
+    strong = (graph.weights >= core_threshold) & (src < graph.indices)
+    cores = connected_components(
+        Graph.from_edges(graph.n, src[strong], graph.indices[strong], graph.weights[strong])
+    )
+    _, core_of, qa, qb, qsim = _quotient(graph, cores)
+    n_cores = int(core_of.max()) + 1
+    core_weight = np.bincount(core_of, weights=w, minlength=n_cores).astype(np.int64)
+    # Cores are visited by size first: a large core of near-identical pages is the natural
+    # centre of the weaker pages around it.
+    quotient = Graph.from_edges(n_cores, qa, qb, qsim)
+    centre_core = center_clusters(quotient, core_weight, weight_first=True)
+    # The representative page of a centre core: its first node in the usual visit order.
+    order = _visit_order(graph, w)
+    first_of_core = np.full(n_cores, -1, dtype=np.int64)
+    core_in_order = core_of[order]
+    _, pos = np.unique(core_in_order, return_index=True)
+    first_of_core[core_in_order[pos]] = order[pos]
+    return first_of_core[centre_core[core_of]]

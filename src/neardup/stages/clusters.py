@@ -1,7 +1,7 @@
 """Clusters: verified pairs -> one cluster per page, with three views.
 
-* `cluster_id` (the default view): centre clusters, or connected components when
-  `cluster_rule="transitive"`; the id is the representative's doc_id;
+* `cluster_id` (the default view): core clusters, centre clusters or connected components,
+  per `cluster_rule`; the id is the representative's doc_id;
 * `component_id`: the transitive view (smallest doc_id of the connected component);
 * `identical_id`: Fetterly's "virtually identical" level (all super-shingles agree), plus
   pages with identical shingle sets.
@@ -16,7 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.cluster import Graph, center_clusters, component_representatives, connected_components
+from neardup.cluster import (
+    Graph,
+    center_clusters,
+    component_representatives,
+    connected_components,
+    core_clusters,
+)
 from neardup.settings import Settings
 from neardup.sketch import estimate_resemblance
 from neardup.stages.near import NearResult
@@ -40,10 +46,12 @@ def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
     class_size = np.bincount(node_of, minlength=reps.size)
     ea = np.searchsorted(reps, near.edge_a)
     eb = np.searchsorted(reps, near.edge_b)
-    graph = Graph.from_edges(reps.size, ea, eb)
+    graph = Graph.from_edges(reps.size, ea, eb, near.similarity)
 
     component = connected_components(graph)
-    if settings.cluster_rule == "center":
+    if settings.cluster_rule == "core":
+        cluster_node = core_clusters(graph, settings.strong_similarity, class_size)
+    elif settings.cluster_rule == "center":
         cluster_node = center_clusters(graph, class_size)
     else:
         cluster_node = component_representatives(graph, component, class_size)

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup.candidates import CandidateStats, bucket_candidates, unpack_pairs
+from neardup.candidates.tuning import recall_first_bands
 from neardup.settings import Settings
 from neardup.sketch import (
     CommonShingles,
@@ -28,7 +29,6 @@ from neardup.sketch import (
     estimate_resemblance,
     jaccard,
     megashingles,
-    optimal_bands,
     shingle_hashes,
     supershingle_agreement,
 )
@@ -80,7 +80,7 @@ def candidate_keys(
     if settings.bands is not None and settings.rows is not None:
         b, r = settings.bands, settings.rows
     else:
-        b, r = optimal_bands(settings.threshold, settings.num_perm)
+        b, r = recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
     keys = np.empty((rows.size, b), dtype=np.int64)
     for start in range(0, rows.size, CHUNK):
         part = rows[start : start + CHUNK]

@@ -24,13 +24,8 @@ import pyarrow.parquet as pq
 
 from neardup.engine import LocalEngine
 from neardup.settings import Settings
-from neardup.sketch import (
-    SIGNATURE_DTYPE,
-    CommonShingles,
-    canonicalize,
-    doc_shingle_counts,
-    sketch_batch,
-)
+from neardup.sketch import SIGNATURE_DTYPE, CommonShingles, sketch_arrow
+from neardup.sketch.shingles import doc_shingle_counts_arrow
 
 SKETCHES_SCHEMA = pa.schema(
     [
@@ -50,15 +45,16 @@ class SketchResult:
     doc_ids: np.ndarray  # int64, the documents of the signature rows, increasing
 
 
-def _read_texts(path: str, row_group: int) -> tuple[np.ndarray, list[str]]:
+def _read_texts(path: str, row_group: int) -> tuple[np.ndarray, pa.ChunkedArray]:
+    """One row group's doc ids and texts, the texts left in Arrow (no Python strings)."""
     table = pq.ParquetFile(path).read_row_group(row_group, columns=["doc_id", "text"])
-    return table.column("doc_id").to_numpy(), table.column("text").to_pylist()
+    return table.column("doc_id").to_numpy(), table.column("text")
 
 
 def _count_task(task: tuple[str, int, Settings]) -> tuple[np.ndarray, np.ndarray]:
     path, row_group, settings = task
     _, texts = _read_texts(path, row_group)
-    return doc_shingle_counts([canonicalize(t) for t in texts], settings)
+    return doc_shingle_counts_arrow(texts, settings)
 
 
 @lru_cache(maxsize=2)
@@ -70,7 +66,7 @@ def _sketch_task(task: tuple[str, int, Settings, str | None]) -> tuple[np.ndarra
     path, row_group, settings, common_path = task
     doc_ids, texts = _read_texts(path, row_group)
     common = _load_common(common_path) if common_path else None
-    return doc_ids, sketch_batch([canonicalize(t) for t in texts], settings, common)
+    return doc_ids, sketch_arrow(texts, settings, common)
 
 
 def run_sketch(
