@@ -151,3 +151,50 @@ def test_never_raises_on_garbage() -> None:
         page = extract_page(rec)
         assert page.skipped_reason or page.text
         pickle.loads(pickle.dumps(page))  # results cross process boundaries
+
+
+def test_links_from_awkward_markup():
+    from neardup.ingest.extract import _links
+
+    html = (
+        b"<html><head><BASE HREF='http://b.example/dir/'></head><body>"
+        b"<a class=x href=\"one.html\">1</a> <A HREF='two.html?x=1&amp;y=2'>2</A>"
+        b'<a href=three.html>3</a><a data-href="nope.html">no</a>'
+        b'<!-- <a href="commented.html">c</a> -->'
+        b'<iframe src="/frame.html"></iframe><area shape=rect href="#top">'
+        b'<a href="mailto:x@y.example">m</a><a href="one.html">again</a>'
+        b"</body></html>"
+    )
+    assert _links(html, "utf-8", "http://page.example/a/b.html") == [
+        "http://b.example/dir/one.html",
+        "http://b.example/dir/two.html?x=1&y=2",
+        "http://b.example/dir/three.html",
+        "http://b.example/frame.html",
+    ]
+
+
+def test_cached_resolution_matches_plain_resolution():
+    from neardup.ingest.urls import resolve, resolve_cached
+
+    bases = [
+        "http://h.example/a/b/c.html?q=1",
+        "https://h.example",
+        "http://h.example/a/",
+        "file:///tmp/site/x.html",
+        None,
+    ]
+    hrefs = [
+        "d.html",
+        "../e.html",
+        "/f",
+        "?g=1",
+        "//other.example/p",
+        "https://x.example/y",
+        "",
+        "#frag",
+        "./h/../i.html",
+        "file:///tmp/site/y.html",
+    ]
+    for base in bases:
+        for href in hrefs:
+            assert resolve_cached(base, href) == resolve(base, href), (base, href)

@@ -72,6 +72,7 @@ MaxDf = Annotated[
 Workers = Annotated[int | None, typer.Option(help="worker processes (default: all cores)")]
 BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
 ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
+Links = Annotated[bool, typer.Option("--links/--no-links", help="extract the link graph")]
 
 
 def _settings(
@@ -200,6 +201,7 @@ def scan_command(
     cluster_rule: Rule = "core",
     max_shingle_df: MaxDf = 0,
     include_error_pages: ErrorPages = False,
+    links: Links = True,
     workers: Workers = None,
     base_url: BaseUrl = None,
     force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
@@ -221,6 +223,7 @@ def scan_command(
             cluster_rule=cluster_rule,
             max_shingle_df=max_shingle_df,
             include_error_pages=include_error_pages,
+            extract_links=links,
         )
     except SettingsError as err:
         _fail(str(err))
@@ -317,7 +320,8 @@ def dedup_command(
         if not inputs:
             _fail("give inputs to scan, or --run with a finished scan")
         try:
-            settings = _settings(preset, threshold=threshold, method=method)
+            # deduplication needs no link graph: skip extracting it
+            settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
         except SettingsError as err:
             _fail(str(err))
         run = out / "scan"

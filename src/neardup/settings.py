@@ -71,7 +71,8 @@ class Settings:
     cluster_rule: str = "core"
     # Strong-pair similarity for the core rule; None means halfway from threshold to 1.
     core_threshold: float | None = None
-    # Ingest.
+    # Ingest. Links feed the collections and mirrors work; a pure dedup run can skip them.
+    extract_links: bool = True
     include_error_pages: bool = False
     min_tokens: int = 1
     max_payload_bytes: int = 20_000_000

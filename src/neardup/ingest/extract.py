@@ -12,6 +12,7 @@ a reader sees), and without list bullets (formatting, not text).
 
 from __future__ import annotations
 
+import html
 import io
 import logging
 import re
@@ -24,7 +25,7 @@ from resiliparse.parse.html import HTMLTree
 
 from neardup.ingest.common import sniff_kind
 from neardup.ingest.record import ExtractedPage, RawRecord
-from neardup.ingest.urls import resolve
+from neardup.ingest.urls import resolve, resolver
 
 # pypdf reports every repairable flaw of a PDF as a logged warning; in a crawl that is noise
 # on stderr for thousands of files. Real failures still raise and become skip reasons.
@@ -52,7 +53,6 @@ GENERIC_TYPES = frozenset(
         "text/x-unknown-content-type",
     }
 )
-LINK_SELECTOR = "a[href], area[href], frame[src], iframe[src]"
 TEXT_OPTIONS = {
     "preserve_formatting": True,
     "main_content": False,
@@ -71,10 +71,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _MASK64 = (1 << 64) - 1
 
 
-def extract_page(rec: RawRecord, max_payload_bytes: int = 20_000_000) -> ExtractedPage:
+def extract_page(
+    rec: RawRecord, max_payload_bytes: int = 20_000_000, links: bool = True
+) -> ExtractedPage:
     """Title, visible text and outgoing links of a record, or the reason there are none.
 
     Never raises for bad content: every failure of a parser becomes a `skipped_reason`.
+    `links=False` skips link extraction, for scans that need no link graph.
     """
     if rec.skipped_reason:
         return ExtractedPage(skipped_reason=rec.skipped_reason)
@@ -96,7 +99,7 @@ def extract_page(rec: RawRecord, max_payload_bytes: int = 20_000_000) -> Extract
     page.format = kind
     try:
         if kind == "html":
-            _extract_html(page, payload, rec.charset, rec.url)
+            _extract_html(page, payload, rec.charset, rec.url, links)
         elif kind == "pdf":
             _extract_pdf(page, payload)
         else:
@@ -178,7 +181,7 @@ def _known_encoding(charset: str | None) -> str | None:
 
 
 def _extract_html(
-    page: ExtractedPage, payload: bytes, charset: str | None, url: str | None
+    page: ExtractedPage, payload: bytes, charset: str | None, url: str | None, links: bool
 ) -> None:
     """Parse once; take title, visible text and links from the same tree."""
     encoding = (
@@ -191,34 +194,59 @@ def _extract_html(
     title = " ".join((tree.title or "").split())
     page.title = title or None
     page.text = extract_plain_text(tree, **TEXT_OPTIONS)
-    page.links = _links(tree, url)
+    if links:
+        page.links = _links(payload, encoding, url)
 
 
-def _links(tree: HTMLTree, url: str | None) -> list[str]:
+# Links are found by regular expressions over the raw bytes, one `findall` per page: resiliparse
+# builds a Python object per matched element (about 13 µs each, with weak-reference
+# bookkeeping), which made links cost more than parsing and text together on
+# navigation-heavy sites. The text still comes from the parsed tree. An attribute must
+# follow whitespace or a quote, so `data-href` is not `href`.
+def _attr_pattern(tags: bytes, attr: bytes) -> re.Pattern[bytes]:
+    return re.compile(
+        rb"<(?:" + tags + rb")\s[^>]*?(?<=[\s\"'])" + attr + rb"\s*=\s*[\"']?([^\"'\s>]*)",
+        re.IGNORECASE,
+    )
+
+
+_HREF = _attr_pattern(rb"a|area", rb"href")
+_FRAME_SRC = _attr_pattern(rb"i?frame", rb"src")
+_BASE_HREF = _attr_pattern(rb"base", rb"href")
+_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
+
+
+def _raw_links(payload: bytes, encoding: str) -> tuple[str | None, list[str]]:
+    """(<base href>, distinct raw link targets in document order) of an HTML payload."""
+    if b"<!--" in payload:
+        payload = _COMMENT.sub(b"", payload)
+    found = _HREF.findall(payload)
+    if b"frame" in payload or b"FRAME" in payload:
+        found += _FRAME_SRC.findall(payload)
+    base = _BASE_HREF.search(payload)
+    hrefs: list[str] = []
+    for raw in dict.fromkeys(found):  # distinct, in order, before any decoding
+        if not raw or raw.startswith(b"#"):
+            continue
+        value = raw.decode(encoding, errors="replace")
+        hrefs.append(html.unescape(value) if "&" in value else value)
+    base_href = base.group(1).decode(encoding, errors="replace") if base else None
+    return (html.unescape(base_href) if base_href and "&" in base_href else base_href), hrefs
+
+
+def _links(payload: bytes, encoding: str, url: str | None) -> list[str]:
     """Absolute http(s) targets of a/area[href] and (i)frame[src], first occurrence order.
 
     Resolved against <base href> when the page has one. Pure fragment links ("#top") point
-    into the page itself and are left out. `.values()` copies the node list out in one call:
-    iterating the ElementNodeList directly indexes it element by element, which is quadratic
-    in resiliparse 2.0 (~1 s for a page with 400 links).
+    into the page itself and are left out.
     """
-    document = tree.document
-    if document is None:
-        return []
+    base_href, hrefs = _raw_links(payload, encoding)
     base = url
-    base_el = tree.head.query_selector("base[href]") if tree.head is not None else None
-    if base_el is not None:
-        base = resolve(url, base_el.getattr("href")) or url
-    hrefs: dict[str, None] = {}  # distinct raw values first: pages repeat their nav links
-    for el in document.query_selector_all(LINK_SELECTOR).values():
-        href = el.getattr("src" if el.tag in ("frame", "iframe") else "href")
-        if href and not href.lstrip().startswith("#"):
-            hrefs.setdefault(href, None)
-    seen: dict[str, None] = {}
-    for href in hrefs:
-        target = resolve(base, href)
-        if target is not None:
-            seen.setdefault(target, None)
+    if base_href:
+        base = resolve(url, base_href) or url
+    resolve_href = resolver(base)
+    seen = dict.fromkeys(resolve_href(href) for href in hrefs)
+    seen.pop(None, None)
     return list(seen)
 
 

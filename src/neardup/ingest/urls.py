@@ -14,6 +14,7 @@ examples. Host/port normalisation goes through `urllib.parse` and is cached per 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import urlsplit
 
@@ -92,6 +93,35 @@ def resolve(base: str | None, href: str | None) -> str | None:
     if netloc is None:
         return None
     return _build(scheme, netloc, _remove_dot_segments(path) or "/", query)
+
+
+def resolver(base: str | None) -> Callable[[str], str | None]:
+    """`resolve` bound to one page's base and memoised across pages: pages of a site repeat
+    their navigation links, and a reference with a path resolves the same against any base
+    in the same directory. The base is parsed once per page, not once per link."""
+    parts = _base(base) if base else None
+    if parts is None:
+        return lambda href: resolve(base, href)
+    scheme, authority, path, _ = parts
+    directory = path[: path.rfind("/") + 1]
+    authority = authority or ""
+
+    def resolve_one(href: str) -> str | None:
+        if not href or href[0] in "?#":
+            return resolve(base, href)
+        return _resolve_in_directory(scheme, authority, directory, href)
+
+    return resolve_one
+
+
+def resolve_cached(base: str | None, href: str) -> str | None:
+    """`resolve` through the shared cache (see `resolver`)."""
+    return resolver(base)(href)
+
+
+@lru_cache(maxsize=1 << 16)
+def _resolve_in_directory(scheme: str, authority: str, directory: str, href: str) -> str | None:
+    return resolve(f"{scheme}://{authority}{directory}", href)
 
 
 _Parts = tuple[str, "str | None", str, "str | None"]  # scheme, authority, path, query

@@ -73,9 +73,9 @@ def _status_skip(rec: RawRecord, settings: Settings) -> str | None:
     return f"HTTP status {rec.status}"
 
 
-def _extract_batch(task: tuple[list[RawRecord], int]) -> list[ExtractedPage]:
-    records, max_bytes = task
-    return [extract_page(rec, max_payload_bytes=max_bytes) for rec in records]
+def _extract_batch(task: tuple[list[RawRecord], int, bool]) -> list[ExtractedPage]:
+    records, max_bytes, links = task
+    return [extract_page(rec, max_payload_bytes=max_bytes, links=links) for rec in records]
 
 
 def _batches(records: Iterable[RawRecord], settings: Settings) -> Iterator[list[RawRecord]]:
@@ -113,6 +113,17 @@ class _TableSink:
         if self.pending >= self.rows_per_flush:
             self.flush()
 
+    def extend(self, **columns: list) -> None:
+        """Append many rows at once, given column by column."""
+        n = 0
+        for name in self.schema.names:
+            values = columns[name]
+            self.columns[name].extend(values)
+            n = len(values)
+        self.pending += n
+        if self.pending >= self.rows_per_flush:
+            self.flush()
+
     def flush(self) -> None:
         if self.pending:
             self.writer.write_table(pa.table(self.columns, schema=self.schema))
@@ -141,10 +152,10 @@ def run_ingest(
     # Batches handed to the engine, oldest first; results come back in the same order.
     in_flight: deque[list[RawRecord]] = deque()
 
-    def tasks() -> Iterator[tuple[list[RawRecord], int]]:
+    def tasks() -> Iterator[tuple[list[RawRecord], int, bool]]:
         for batch in record_batches:
             in_flight.append(batch)
-            yield batch, settings.max_payload_bytes
+            yield batch, settings.max_payload_bytes, settings.extract_links
 
     try:
         for extracted in engine.map(_extract_batch, tasks()):
@@ -159,8 +170,8 @@ def run_ingest(
                     result.with_text += 1
                     result.formats[page.format or "unknown"] += 1
                     texts.add(doc_id=doc_id, text=page.text)
-                    for dst in page.links:
-                        links.add(src_doc=doc_id, dst_url=dst)
+                    if page.links:
+                        links.extend(src_doc=[doc_id] * len(page.links), dst_url=page.links)
                 else:
                     result.skipped[reason.split(":")[0]] += 1
                 pages.add(

@@ -79,7 +79,7 @@ def build_store(
     staging: Path,
     settings: Settings,
     workers: int,
-    memory_limit: str = "4GB",
+    memory_limit: str = "512MB",
 ) -> dict[str, Any]:
     """Create the DuckDB database and Parquet exports in `staging`; return the summary row."""
     tmp = staging / "duckdb_tmp"

@@ -90,6 +90,6 @@ LEFT JOIN targets AS t ON t.url = l.dst_url
 ORDER BY l.src_doc, l.file_row_number;
 
 CREATE TABLE page_text AS
-SELECT * FROM read_parquet('{staging}/page_text.parquet') ORDER BY doc_id;
+SELECT * FROM read_parquet('{staging}/page_text.parquet'); -- already in doc_id order
 
 DROP TABLE assignments;
