@@ -7,7 +7,7 @@ of `pages_raw`, sketchable or skipped with a reason: nothing is dropped silently
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from neardup.engine import LocalEngine
 from neardup.ingest import extract_page, iter_records
-from neardup.ingest.record import ExtractedPage, RawRecord
+from neardup.ingest.record import RawRecord
 from neardup.ingest.urls import host_of
 from neardup.settings import Settings
 
@@ -73,9 +73,66 @@ def _status_skip(rec: RawRecord, settings: Settings) -> str | None:
     return f"HTTP status {rec.status}"
 
 
-def _extract_batch(task: tuple[list[RawRecord], int, bool]) -> list[ExtractedPage]:
-    records, max_bytes, links = task
-    return [extract_page(rec, max_payload_bytes=max_bytes, links=links) for rec in records]
+@dataclass
+class _BatchTables:
+    """One batch of records as ready-made Arrow tables, built in the worker so that the main
+    process only frames records and writes batches (it is the bottleneck with many workers)."""
+
+    pages: pa.RecordBatch
+    texts: pa.RecordBatch
+    links: pa.RecordBatch
+    with_text: int
+    skipped: Counter[str]
+    formats: Counter[str]
+
+
+def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables:
+    records, first_doc_id, max_bytes, want_links = task
+    rows: dict[str, list] = {name: [] for name in PAGES_RAW_SCHEMA.names}
+    text_ids: list[int] = []
+    texts: list[str] = []
+    link_src: list[int] = []
+    link_dst: list[str] = []
+    skipped: Counter[str] = Counter()
+    formats: Counter[str] = Counter()
+    for i, rec in enumerate(records):
+        doc_id = first_doc_id + i
+        page = extract_page(rec, max_payload_bytes=max_bytes, links=want_links)
+        reason = page.skipped_reason
+        if reason is None and not (page.text and page.text.strip()):
+            reason = "empty text"
+        if reason is None:
+            formats[page.format or "unknown"] += 1
+            text_ids.append(doc_id)
+            texts.append(page.text or "")
+            link_src.extend([doc_id] * len(page.links))
+            link_dst.extend(page.links)
+        else:
+            skipped[reason.split(":")[0]] += 1
+        values = {
+            "doc_id": doc_id,
+            "host": host_of(rec.url) if rec.url else None,
+            "format": page.format if reason is None else None,
+            "title": page.title,
+            "payload_bytes": page.payload_bytes,
+            "n_links": len(page.links),
+            "exact_fp": page.exact_fp,
+            "skipped_reason": reason,
+        }
+        for name, column in rows.items():
+            column.append(values[name] if name in values else getattr(rec, name))
+    return _BatchTables(
+        pages=pa.RecordBatch.from_pydict(rows, schema=PAGES_RAW_SCHEMA),
+        texts=pa.RecordBatch.from_pydict(
+            {"doc_id": text_ids, "text": texts}, schema=PAGE_TEXT_SCHEMA
+        ),
+        links=pa.RecordBatch.from_pydict(
+            {"src_doc": link_src, "dst_url": link_dst}, schema=LINKS_SCHEMA
+        ),
+        with_text=len(text_ids),
+        skipped=skipped,
+        formats=formats,
+    )
 
 
 def _batches(records: Iterable[RawRecord], settings: Settings) -> Iterator[list[RawRecord]]:
@@ -97,38 +154,26 @@ def _batches(records: Iterable[RawRecord], settings: Settings) -> Iterator[list[
 
 
 class _TableSink:
-    """Buffers rows and streams them into one Parquet file."""
+    """Streams record batches into one Parquet file, in row groups of about `rows` rows
+    (the sketch stage parallelises over row groups)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, rows_per_flush: int) -> None:
-        self.schema = schema
-        self.rows_per_flush = rows_per_flush
+    def __init__(self, path: Path, schema: pa.Schema, rows: int) -> None:
         self.writer = pq.ParquetWriter(path, schema, compression="zstd")
-        self.columns: dict[str, list] = {name: [] for name in schema.names}
-        self.pending = 0
+        self.rows = rows
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
 
-    def add(self, **row: object) -> None:
-        for name in self.schema.names:
-            self.columns[name].append(row.get(name))
-        self.pending += 1
-        if self.pending >= self.rows_per_flush:
-            self.flush()
-
-    def extend(self, **columns: list) -> None:
-        """Append many rows at once, given column by column."""
-        n = 0
-        for name in self.schema.names:
-            values = columns[name]
-            self.columns[name].extend(values)
-            n = len(values)
-        self.pending += n
-        if self.pending >= self.rows_per_flush:
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self.pending.append(batch)
+            self.pending_rows += batch.num_rows
+        if self.pending_rows >= self.rows:
             self.flush()
 
     def flush(self) -> None:
         if self.pending:
-            self.writer.write_table(pa.table(self.columns, schema=self.schema))
-            self.columns = {name: [] for name in self.schema.names}
-            self.pending = 0
+            self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=1 << 30)
+            self.pending, self.pending_rows = [], 0
 
     def close(self) -> None:
         self.flush()
@@ -149,56 +194,24 @@ def run_ingest(
     texts = _TableSink(staging / "page_text.parquet", PAGE_TEXT_SCHEMA, TEXT_ROW_GROUP)
     links = _TableSink(staging / "links.parquet", LINKS_SCHEMA, 65536)
     record_batches = _batches(iter_records(inputs, base_url=base_url), settings)
-    # Batches handed to the engine, oldest first; results come back in the same order.
-    in_flight: deque[list[RawRecord]] = deque()
 
-    def tasks() -> Iterator[tuple[list[RawRecord], int, bool]]:
+    def tasks() -> Iterator[tuple[list[RawRecord], int, int, bool]]:
+        first = 0
         for batch in record_batches:
-            in_flight.append(batch)
-            yield batch, settings.max_payload_bytes, settings.extract_links
+            yield batch, first, settings.max_payload_bytes, settings.extract_links
+            first += len(batch)
 
     try:
-        for extracted in engine.map(_extract_batch, tasks()):
-            batch = in_flight.popleft()
-            for rec, page in zip(batch, extracted, strict=True):
-                doc_id = result.records
-                result.records += 1
-                reason = page.skipped_reason
-                if reason is None and not (page.text and page.text.strip()):
-                    reason = "empty text"
-                if reason is None:
-                    result.with_text += 1
-                    result.formats[page.format or "unknown"] += 1
-                    texts.add(doc_id=doc_id, text=page.text)
-                    if page.links:
-                        links.extend(src_doc=[doc_id] * len(page.links), dst_url=page.links)
-                else:
-                    result.skipped[reason.split(":")[0]] += 1
-                pages.add(
-                    doc_id=doc_id,
-                    source=rec.source,
-                    offset=rec.offset,
-                    length=rec.length,
-                    record_type=rec.record_type,
-                    url=rec.url,
-                    host=host_of(rec.url) if rec.url else None,
-                    status=rec.status,
-                    content_type=rec.content_type,
-                    fetched_at=rec.fetched_at,
-                    payload_digest=rec.payload_digest,
-                    redirect_to=rec.redirect_to,
-                    ip=rec.ip,
-                    record_id=rec.record_id,
-                    concurrent_to=rec.concurrent_to,
-                    format=page.format if reason is None else None,
-                    title=page.title,
-                    payload_bytes=page.payload_bytes,
-                    n_links=len(page.links),
-                    exact_fp=page.exact_fp,
-                    skipped_reason=reason,
-                )
+        for tables in engine.map(_extract_batch, tasks()):
+            pages.write(tables.pages)
+            texts.write(tables.texts)
+            links.write(tables.links)
+            result.records += tables.pages.num_rows
+            result.with_text += tables.with_text
+            result.skipped.update(tables.skipped)
+            result.formats.update(tables.formats)
             if on_record:
-                on_record(len(batch))
+                on_record(tables.pages.num_rows)
     finally:
         pages.close()
         texts.close()
