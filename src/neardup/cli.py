@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -265,17 +266,13 @@ def clusters_command(
                 [top],
             ).fetchall()
             table = Table(title=f"largest near-duplicate clusters in {run}")
-            for col in ("cluster", "pages", "hosts", "texts", "min sim", "representative", "title"):
-                table.add_column(col, overflow="fold")
+            for col in ("cluster", "pages", "hosts", "texts", "min sim"):
+                table.add_column(col, justify="right", no_wrap=True)
+            table.add_column("representative (URL, title)", overflow="fold")
             for cid, size, hosts, texts, min_sim, url, title in rows:
+                label = escape(url or "") + (f"\n[dim]{escape(title)}[/]" if title else "")
                 table.add_row(
-                    str(cid),
-                    f"{size:,}",
-                    str(hosts),
-                    str(texts),
-                    f"{min_sim:.2f}",
-                    url or "",
-                    (title or "")[:50],
+                    str(cid), f"{size:,}", str(hosts), str(texts), f"{min_sim:.2f}", label
                 )
         else:
             rows = con.execute(
@@ -337,6 +334,8 @@ def dedup_command(
                 _fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
     result = write_deduplicated(run, out)
     table = Table(title=f"neardup dedup → {out}", show_header=False, title_justify="left")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
     table.add_row("pages kept", f"{result.kept:,}")
     table.add_row("pages removed (near-duplicates)", f"{result.removed:,}")
     table.add_row("companion records removed", f"{result.companions_removed:,}")
