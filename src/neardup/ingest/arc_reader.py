@@ -26,16 +26,17 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 
 from neardup.ingest.common import (
+    GZIP_MEMBER,
     MAX_DECODED_BYTES,
     BodyError,
     decode_body,
     iso_utc,
+    next_gzip_member,
     redirect_target,
     split_content_type,
 )
 from neardup.ingest.record import RawRecord
 
-_GZIP_MEMBER = b"\x1f\x8b\x08"
 _NON_PAGE_SCHEMES = ("dns:", "filedesc:", "whois:", "metadata:")
 FILE_HEADER_REASON = "not a page: ARC file header"
 # URL IP-address Archive-date Content-type Archive-length. Version-2 lines have five more fields
@@ -176,7 +177,7 @@ def _lenient_records(path: str, fh: BinaryIO, start: int) -> Iterator[RawRecord]
     size = os.fstat(fd).st_size
     if start >= size:
         return
-    if os.pread(fd, 3, 0) == _GZIP_MEMBER:
+    if os.pread(fd, 3, 0) == GZIP_MEMBER:
         yield from _lenient_gzip(path, fd, start, size)
         return
     with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as buf:
@@ -338,18 +339,6 @@ def _read_member(fd: int, pos: int, size: int) -> tuple[bytes, int, str | None]:
 
 def _next_arc_member(fd: int, start: int, size: int) -> int | None:
     """Offset of the next gzip member at or after `start` that opens with an ARC header line."""
-    window = 1 << 20
-    pos = start
-    while pos < size:
-        block = os.pread(fd, window + 2, pos)
-        i = block.find(_GZIP_MEMBER)
-        while i != -1:
-            try:
-                head = zlib.decompressobj(31).decompress(os.pread(fd, 8192, pos + i), 4096)
-            except zlib.error:
-                head = b""
-            if _HEADER_AT.match(head.lstrip(_BLANK)):
-                return pos + i
-            i = block.find(_GZIP_MEMBER, i + 1)
-        pos += window
-    return None
+    return next_gzip_member(
+        fd, start, size, lambda head: bool(_HEADER_AT.match(head.lstrip(_BLANK)))
+    )

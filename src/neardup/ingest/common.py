@@ -10,9 +10,10 @@ bytes before undoing an encoding and leaves data alone that is evidently already
 from __future__ import annotations
 
 import io
+import os
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 
 from fastwarc.stream_io import BrotliReader, ZstdReader
@@ -329,3 +330,32 @@ def _read_all(reader: BrotliReader | ZstdReader) -> bytes:
         if total > MAX_DECODED_BYTES:
             raise BodyError("decoded body too large")
     return b"".join(parts)
+
+
+GZIP_MEMBER = b"\x1f\x8b\x08"
+
+
+def member_head(fd: int, offset: int, want: int) -> bytes:
+    """The first `want` decompressed bytes of the gzip member at `offset` (b"" if it is none)."""
+    try:
+        return zlib.decompressobj(31).decompress(os.pread(fd, 8192, offset), want)
+    except zlib.error:
+        return b""
+
+
+def next_gzip_member(
+    fd: int, start: int, size: int, opens_record: Callable[[bytes], bool]
+) -> int | None:
+    """Offset of the next gzip member at or after `start` whose first decompressed bytes
+    open a record, to resynchronise after a damaged member. Reads the file in 1 MiB windows."""
+    window = 1 << 20
+    pos = start
+    while pos < size:
+        block = os.pread(fd, window + 2, pos)
+        i = block.find(GZIP_MEMBER)
+        while i != -1:
+            if opens_record(member_head(fd, pos + i, 4096)):
+                return pos + i
+            i = block.find(GZIP_MEMBER, i + 1)
+        pos += window
+    return None

@@ -29,16 +29,17 @@ from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from neardup.ingest.common import (
     DAMAGED_START,
+    GZIP_MEMBER,
     BodyError,
     decode_body,
     iso_utc,
+    next_gzip_member,
     redirect_target,
     sniff_archive,
     split_content_type,
 )
 from neardup.ingest.record import RawRecord
 
-_GZIP_MEMBER = b"\x1f\x8b\x08"
 _ZSTD_FRAME = b"\x28\xb5\x2f\xfd"
 _PAGE_TYPES = ("response", "resource")
 # URL schemes of records that crawlers write as response/resource but that are never pages.
@@ -85,7 +86,7 @@ class _WarcScan:
         self.fd = fh.fileno()
         self.size = os.fstat(self.fd).st_size
         magic = os.pread(self.fd, 4, 0)
-        self.gzip = magic.startswith(_GZIP_MEMBER)
+        self.gzip = magic.startswith(GZIP_MEMBER)
         # In a whole-file gzip stream or a zstd file FastWARC's stream_pos is the position of a
         # compressed block, shared by many records; there we decompress through a Python
         # stream and use positions in the decompressed data as offsets instead.
@@ -148,7 +149,7 @@ class _WarcScan:
             return False
         if not self.gzip:
             return True
-        return os.pread(self.fd, 3, offset) == _GZIP_MEMBER
+        return os.pread(self.fd, 3, offset) == GZIP_MEMBER
 
     def _resync(self, pass_start: int, error: Exception) -> tuple[RawRecord | None, int | None]:
         """A record for the damaged stretch, and where to restart (None: give up on the rest)."""
@@ -260,26 +261,7 @@ def _record_end(head: bytes) -> int | None:
 
 def _next_warc_member(fd: int, start: int, size: int) -> int | None:
     """Offset of the next gzip member at or after `start` that decompresses to "WARC/"."""
-    window = 1 << 20
-    pos = start
-    while pos < size:
-        block = os.pread(fd, window + 2, pos)
-        i = block.find(_GZIP_MEMBER)
-        while i != -1:
-            if _opens_warc_record(fd, pos + i):
-                return pos + i
-            i = block.find(_GZIP_MEMBER, i + 1)
-        pos += window
-    return None
-
-
-def _opens_warc_record(fd: int, offset: int) -> bool:
-    """True when the gzip member at `offset` starts with a WARC version line."""
-    try:
-        head = zlib.decompressobj(31).decompress(os.pread(fd, 4096, offset), 16)
-    except zlib.error:
-        return False
-    return head.startswith(b"WARC/")
+    return next_gzip_member(fd, start, size, lambda head: head.startswith(b"WARC/"))
 
 
 def _short(error: BaseException) -> str:
