@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fastwarc.stream_io import ZstdWriter
+from pdfs import make_pdf
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -25,33 +26,6 @@ HTML = (
     b"<html><head><title>Chunked page</title></head>"
     b"<body><p>Hello from a chunked and gzipped body.</p><a href='/next'>next</a></body></html>"
 )
-
-
-def make_pdf(text: str) -> bytes:
-    """A minimal valid one-page PDF showing `text` (objects, xref and trailer by hand)."""
-    stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
-        b" /Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    for offset in offsets:
-        out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
 
 
 def chunked(data: bytes, size: int = 17) -> bytes:
