@@ -11,12 +11,13 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from neardup.engine import LocalEngine
 from neardup.ingest import detect_input_kind
@@ -25,7 +26,7 @@ from neardup.settings import Settings
 from neardup.stages.clusters import run_clusters
 from neardup.stages.ingest import run_ingest
 from neardup.stages.near import run_near, write_pairs
-from neardup.stages.sketch import run_sketch
+from neardup.stages.sketch import count_common_shingles, run_sketch
 from neardup.store import build_store
 
 
@@ -90,64 +91,41 @@ def scan(
     staging = _prepare_output(out, force)
     times: dict[str, float] = {}
     started = time.perf_counter()
+
+    @contextmanager
+    def stage(key: str, label: str, total: int | None = None) -> Iterator[None]:
+        """Time a stage and show it as one progress bar."""
+        t = time.perf_counter()
+        progress.stage(label, total)
+        yield
+        progress.done()
+        times[key] = time.perf_counter() - t
+
     try:
         with LocalEngine(workers) as engine:
-            t = time.perf_counter()
-            progress.stage("read + extract")
-            ingest = run_ingest(paths, staging, settings, engine, base_url, progress.advance)
-            progress.done()
-            times["ingest"] = time.perf_counter() - t
+            with stage("ingest", "read + extract"):
+                ingest = run_ingest(paths, staging, settings, engine, base_url, progress.advance)
+            n_workers = engine.workers
+            if settings.max_shingle_df and ingest.with_text > settings.max_shingle_df:
+                with stage("count", "count shingles", ingest.with_text):
+                    count_common_shingles(staging, settings, engine, progress.advance)
+            with stage("sketch", "sketch", ingest.with_text):
+                sketched = run_sketch(staging, settings, engine, progress.advance)
 
-            t = time.perf_counter()
-            current = {"name": ""}
-
-            def on_rows(name: str, n: int) -> None:
-                if name != current["name"]:
-                    if current["name"]:
-                        progress.done()
-                    progress.stage(
-                        "count shingles" if name == "count" else "sketch", ingest.with_text
-                    )
-                    current["name"] = name
-                progress.advance(n)
-
-            sketched = run_sketch(staging, settings, engine, on_rows)
-            if current["name"]:
-                progress.done()
-            times["sketch"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        progress.stage("candidates + verify")
-        sk = pq.read_table(
-            staging / "sketches.parquet", columns=["n_tokens", "n_shingles", "shingle_fp"]
-        )
-        n_tokens = sk.column("n_tokens").to_numpy()
-        eligible = (n_tokens >= settings.min_tokens) & (sk.column("n_shingles").to_numpy() > 0)
-        near = run_near(
-            staging, settings, sketched.doc_ids, eligible, sk.column("shingle_fp").to_numpy()
-        )
-        n_pairs = write_pairs(staging / "pairs.parquet", near)
-        progress.done()
-        times["near"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        progress.stage("cluster")
-        run_clusters(staging, near, settings)
-        progress.done()
-        times["cluster"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        progress.stage("store")
-        summary = build_store(staging, settings, workers=workers or os.cpu_count() or 1)
-        progress.done()
-        times["store"] = time.perf_counter() - t
+        with stage("near", "candidates + verify"):
+            near = run_near(staging, settings, sketched)
+            n_pairs = write_pairs(staging / "pairs.parquet", near)
+        with stage("cluster", "cluster"):
+            run_clusters(staging, near, settings)
+        with stage("store", "store"):
+            summary = build_store(staging, settings, workers=n_workers)
 
         elapsed = time.perf_counter() - started
         summary.update(
             {
                 "inputs": paths,
                 "formats": dict(ingest.formats),
-                "common_shingle_filter": sketched.common_shingles_dropped,
+                "common_shingle_filter": "count" in times,
                 "candidate_method": settings.method,
                 "bands": near.bands,
                 "rows_per_band": near.rows_per_band,

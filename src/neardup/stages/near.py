@@ -32,6 +32,7 @@ from neardup.sketch import (
     shingle_hashes,
     supershingle_agreement,
 )
+from neardup.stages.sketch import COMMON_FILE, SketchResult
 
 PAIRS_SCHEMA = pa.schema(
     [
@@ -97,7 +98,7 @@ def _exact_similarity(
         staging / "page_text.parquet",
         filters=pc.field("doc_id").isin(pa.array(needed)),
     )
-    common_path = staging / "common_shingles.npy"
+    common_path = staging / COMMON_FILE
     common = CommonShingles.load(str(common_path), mmap=True) if common_path.exists() else None
     sets: dict[int, np.ndarray] = {}
     for doc, text in zip(
@@ -117,23 +118,13 @@ def _exact_similarity(
     )
 
 
-def run_near(
-    staging: Path,
-    settings: Settings,
-    signature_docs: np.ndarray,
-    eligible: np.ndarray,
-    shingle_fp: np.ndarray,
-) -> NearResult:
-    """Find verified near-duplicate pairs among the eligible signature rows.
-
-    `eligible` is a boolean mask over signature rows (pages with at least `min_tokens` words
-    and one shingle); `shingle_fp` is aligned with the signature rows.
-    """
+def run_near(staging: Path, settings: Settings, sketched: SketchResult) -> NearResult:
+    """Find verified near-duplicate pairs among the eligible signature rows."""
     signatures = np.load(staging / "signatures.npy", mmap_mode="r")
     supers = np.load(staging / "supershingles.npy", mmap_mode="r")
-    rows = np.flatnonzero(eligible).astype(np.int64)
-    docs = signature_docs[rows]
-    class_rep = equivalence_classes(shingle_fp[rows])
+    rows = np.flatnonzero(sketched.eligible).astype(np.int64)
+    docs = sketched.doc_ids[rows]
+    class_rep = equivalence_classes(sketched.shingle_fp[rows])
     reps = np.unique(class_rep)
 
     keys, b, r = candidate_keys(signatures, supers, rows[reps], settings)

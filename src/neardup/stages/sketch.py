@@ -1,9 +1,9 @@
 """Sketch: `page_text` -> `sketches` table plus memory-mapped signature matrices.
 
-Two passes over the text, each parallel over Parquet row groups:
+Up to two passes over the text, each parallel over Parquet row groups:
 
-1. count, per shingle, how many pages contain it (a count-min sketch; skipped when the crawl
-   has no more pages than `max_shingle_df`, since then no shingle can be too common);
+1. when `max_shingle_df` is set and the crawl has more pages than that, count per shingle how
+   many pages contain it (a count-min sketch);
 2. canonicalise, shingle, drop the too-common shingles, and compute the min-hash signature,
    the lexical and shingle-set fingerprints and the super-shingles of every page.
 
@@ -40,9 +40,16 @@ SKETCHES_SCHEMA = pa.schema(
 
 @dataclass
 class SketchResult:
-    sketched: int
-    common_shingles_dropped: bool
-    doc_ids: np.ndarray  # int64, the documents of the signature rows, increasing
+    """The signature rows: their documents, which may take part in near-duplicate search,
+    and their shingle-set fingerprints (for collapsing equivalent pages)."""
+
+    doc_ids: np.ndarray  # int64, increasing
+    eligible: np.ndarray  # bool: at least `min_tokens` words and one shingle
+    shingle_fp: np.ndarray  # int64
+
+    @property
+    def sketched(self) -> int:
+        return int(self.doc_ids.size)
 
 
 def _read_texts(path: str, row_group: int) -> tuple[np.ndarray, pa.ChunkedArray]:
@@ -69,31 +76,36 @@ def _sketch_task(task: tuple[str, int, Settings, str | None]) -> tuple[np.ndarra
     return doc_ids, sketch_arrow(texts, settings, common)
 
 
+COMMON_FILE = "common_shingles.npy"
+
+
+def count_common_shingles(
+    staging: Path, settings: Settings, engine: LocalEngine, on_rows: Callable[[int], None]
+) -> None:
+    """First pass: how many pages hold each shingle, into `common_shingles.npy`, which the
+    sketch pass reads to drop the shingles held by more than `max_shingle_df` pages."""
+    text_path = str(staging / "page_text.parquet")
+    meta = pq.ParquetFile(text_path).metadata
+    groups = range(meta.num_row_groups)
+    common = CommonShingles.empty(settings)
+    counted = engine.map(_count_task, [(text_path, g, settings) for g in groups])
+    for g, (hashes, counts) in zip(groups, counted, strict=True):
+        common.add(hashes, counts)
+        on_rows(meta.row_group(g).num_rows)
+    common.save(str(staging / COMMON_FILE))
+
+
 def run_sketch(
-    staging: Path,
-    settings: Settings,
-    engine: LocalEngine,
-    on_rows: Callable[[str, int], None] | None = None,
+    staging: Path, settings: Settings, engine: LocalEngine, on_rows: Callable[[int], None]
 ) -> SketchResult:
     """Sketch every page with text; write `sketches.parquet`, `signatures.npy` and
-    `supershingles.npy` into `staging`."""
+    `supershingles.npy` into `staging` (dropping common shingles when they were counted)."""
     text_path = str(staging / "page_text.parquet")
     meta = pq.ParquetFile(text_path).metadata
     n_rows = meta.num_rows
     groups = range(meta.num_row_groups)
-
-    common_path: str | None = None
-    filter_common = settings.max_shingle_df > 0 and n_rows > settings.max_shingle_df
-    if filter_common:
-        common = CommonShingles.empty(settings)
-        counted = engine.map(_count_task, [(text_path, g, settings) for g in groups])
-        for g, (hashes, counts) in zip(groups, counted, strict=True):
-            common.add(hashes, counts)
-            if on_rows:
-                on_rows("count", meta.row_group(g).num_rows)
-        common_path = str(staging / "common_shingles.npy")
-        common.save(common_path)
-        del common
+    common_path = staging / COMMON_FILE
+    common_file = str(common_path) if common_path.exists() else None
 
     k = settings.num_perm
     n_ss = settings.supershingle_count if settings.has_supershingles else 0
@@ -104,16 +116,21 @@ def run_sketch(
         staging / "supershingles.npy", mode="w+", dtype=np.int64, shape=(n_rows, n_ss)
     )
     doc_index = np.empty(n_rows, dtype=np.int64)
+    eligible = np.empty(n_rows, dtype=bool)
+    shingle_fp = np.empty(n_rows, dtype=np.int64)
     writer = pq.ParquetWriter(staging / "sketches.parquet", SKETCHES_SCHEMA, compression="zstd")
     row = 0
     try:
-        tasks = [(text_path, g, settings, common_path) for g in groups]
+        tasks = [(text_path, g, settings, common_file) for g in groups]
         for doc_ids, batch in engine.map(_sketch_task, tasks):
             n = len(doc_ids)
-            signatures[row : row + n] = batch.minhash
+            part = slice(row, row + n)
+            signatures[part] = batch.minhash
             if n_ss:
-                supers[row : row + n] = batch.supershingles
-            doc_index[row : row + n] = doc_ids
+                supers[part] = batch.supershingles
+            doc_index[part] = doc_ids
+            eligible[part] = (batch.n_tokens >= settings.min_tokens) & (batch.n_shingles > 0)
+            shingle_fp[part] = batch.shingle_fp
             writer.write_table(
                 pa.table(
                     {
@@ -127,12 +144,11 @@ def run_sketch(
                 )
             )
             row += n
-            if on_rows:
-                on_rows("sketch", n)
+            on_rows(n)
     finally:
         writer.close()
         signatures.flush()
         supers.flush()
         del signatures, supers
     np.save(staging / "signature_docs.npy", doc_index)
-    return SketchResult(sketched=row, common_shingles_dropped=filter_common, doc_ids=doc_index)
+    return SketchResult(doc_ids=doc_index, eligible=eligible, shingle_fp=shingle_fp)
