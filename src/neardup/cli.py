@@ -25,6 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from neardup import cli_collections
 from neardup.dedup import write_deduplicated
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError, scan
@@ -369,6 +370,9 @@ def demo_crawl_command(
         f"wrote {crawl.warc_records:,} WARC records in {len(crawl.warc_paths)} files under "
         f"{out / 'warc'} ({crawl.seconds:.1f}s); truth in {out / 'truth.csv'}"
     )
+
+
+cli_collections.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
