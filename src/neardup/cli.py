@@ -46,7 +46,11 @@ Inputs = Annotated[
 ]
 Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
 Method = Annotated[
-    str, typer.Option(help="candidate generator: minhash (LSH bands) or supershingles")
+    str,
+    typer.Option(
+        help="minhash (LSH bands), supershingles (Fetterly), exact, chunks, broder-min, "
+        "broder-mod, broder-supershingles or simhash (docs/methods.md)"
+    ),
 ]
 Preset = Annotated[str | None, typer.Option(help="'fetterly' for the 2004 paper's settings")]
 NumPerm = Annotated[
@@ -75,6 +79,20 @@ Workers = Annotated[int | None, typer.Option(help="worker processes (default: al
 BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
 ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
 Links = Annotated[bool, typer.Option("--links/--no-links", help="extract the link graph")]
+Containment = Annotated[
+    float | None,
+    typer.Option(help="report pages contained in others at least this much (broder-min/-mod)"),
+]
+Chunking = Annotated[
+    str | None, typer.Option(help="chunks: lines4, lines2, sentences, paragraphs or document")
+]
+ChunkThreshold = Annotated[
+    int | None, typer.Option(help="chunks: shared chunks T of a pair (default: per chunking)")
+]
+ChunkJoin = Annotated[
+    str | None, typer.Option(help="chunks: iceberg (coarse counting) or sort (DuckDB join)")
+]
+Hamming = Annotated[int | None, typer.Option(help="simhash: largest Hamming distance (3)")]
 
 
 def _settings(
@@ -148,6 +166,15 @@ def _print_summary(summary: dict[str, Any], path: Path) -> None:
         "candidate pairs / verified",
         f"{summary['candidate_pairs']:,} / {summary['verified_pairs']:,}",
     )
+    if summary.get("containment_pairs") is not None:
+        table.add_row("contained-in pairs", f"{summary['containment_pairs']:,}")
+    stats = summary.get("method_stats") or {}
+    if "false_positives" in stats and stats.get("join") == "iceberg":
+        table.add_row(
+            "iceberg: rows / candidates / false positives",
+            f"{stats['materialised_rows']:,} / {stats['candidates']:,} / "
+            f"{stats['false_positives']:,}",
+        )
     table.add_row("near-duplicate clusters (size ≥ 2)", f"{summary['clusters']:,}")
     table.add_row("pages in those clusters", f"{summary['pages_in_clusters']:,}")
     share = summary["duplicates"] / sketched if sketched else 0.0
@@ -204,6 +231,11 @@ def scan_command(
     max_shingle_df: MaxDf = 0,
     include_error_pages: ErrorPages = False,
     links: Links = True,
+    containment: Containment = None,
+    chunking: Chunking = None,
+    chunk_threshold: ChunkThreshold = None,
+    chunk_join: ChunkJoin = None,
+    hamming: Hamming = None,
     workers: Workers = None,
     base_url: BaseUrl = None,
     force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
@@ -226,6 +258,11 @@ def scan_command(
             max_shingle_df=max_shingle_df,
             include_error_pages=include_error_pages,
             extract_links=links,
+            containment=containment,
+            chunking=chunking,
+            chunk_threshold=chunk_threshold,
+            chunk_join=chunk_join,
+            simhash_distance=hamming,
         )
     except SettingsError as err:
         _fail(str(err))

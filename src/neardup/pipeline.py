@@ -24,8 +24,9 @@ from neardup.ingest import detect_input_kind
 from neardup.progress import Progress, SilentProgress
 from neardup.settings import Settings
 from neardup.stages.clusters import run_clusters
+from neardup.stages.features import FEATURE_METHODS, run_features
 from neardup.stages.ingest import run_ingest
-from neardup.stages.near import run_near, write_pairs
+from neardup.stages.near import run_near, write_containment, write_pairs
 from neardup.stages.sketch import count_common_shingles, run_sketch
 from neardup.store import build_store
 
@@ -111,10 +112,16 @@ def scan(
                     count_common_shingles(staging, settings, engine, progress.advance)
             with stage("sketch", "sketch", ingest.with_text):
                 sketched = run_sketch(staging, settings, engine, progress.advance)
+            features = None
+            if settings.method in FEATURE_METHODS:
+                with stage("features", settings.method, ingest.with_text):
+                    features = run_features(staging, settings, engine, progress.advance)
 
         with stage("near", "candidates + verify"):
-            near = run_near(staging, settings, sketched)
+            near = run_near(staging, settings, sketched, features)
+            del features
             n_pairs = write_pairs(staging / "pairs.parquet", near)
+            n_contained = write_containment(staging / "containment.parquet", near)
         with stage("cluster", "cluster"):
             run_clusters(staging, near, settings)
         with stage("store", "store"):
@@ -133,6 +140,8 @@ def scan(
                 "candidate_pairs_emitted": near.stats.emitted,
                 "large_buckets": near.stats.large_buckets,
                 "verified_pairs": int(near.edge_a.size),
+                "method_stats": near.method_stats,
+                "containment_pairs": n_contained if settings.containment is not None else None,
                 "pairs_rows": n_pairs,
                 "stage_seconds": {k: round(v, 3) for k, v in times.items()},
                 "elapsed_seconds": round(elapsed, 3),

@@ -12,7 +12,22 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-METHODS = ("minhash", "supershingles")
+METHODS = (
+    "minhash",
+    "supershingles",
+    "exact",
+    "chunks",
+    "broder-min",
+    "broder-mod",
+    "broder-supershingles",
+    "simhash",
+)
+# Shivakumar & Garcia-Molina (1998): the chunkings, with their default threshold T of shared
+# chunks (the paper's 15 for four lines and 25 for two; ours for the others, see
+# docs/methods.md).
+CHUNKINGS = {"lines4": 15, "lines2": 25, "sentences": 10, "paragraphs": 5, "document": 1}
+CHUNK_JOINS = ("iceberg", "sort")
+CONTAINMENT_METHODS = ("broder-min", "broder-mod")
 VERIFY_MODES = ("sketch", "exact")
 CLUSTER_RULES = ("core", "center", "transitive")
 
@@ -71,6 +86,30 @@ class Settings:
     cluster_rule: str = "core"
     # Strong-pair similarity for the core rule; None means halfway from threshold to 1.
     core_threshold: float | None = None
+    # Chunk fingerprints (method "chunks", Shivakumar & Garcia-Molina 1998): pages sharing at
+    # least `chunk_threshold` distinct chunks (None: the chunking's default T) are pairs.
+    chunking: str = "lines4"
+    chunk_threshold: int | None = None
+    # All-pairs overlap: "iceberg" (probabilistic coarse counting into `iceberg_buckets`
+    # counters, then exact counting of the heavy buckets' pairs) or "sort" (DuckDB GROUP BY).
+    chunk_join: str = "iceberg"
+    iceberg_buckets: int = 1 << 22
+    # A chunk or Broder sketch element held by more pages than this makes no pairs (0: use
+    # max_shingle_df when set, else no cap). Boilerplate lines would otherwise pair everything.
+    max_feature_df: int = 200
+    # Broder (1997) sketches: MIN_s keeps the s smallest fingerprints; MOD_m those = 0 mod m
+    # (a power of two), doubling m for a page whose sketch would exceed `mod_max` elements.
+    min_s: int = 128
+    mod_m: int = 16
+    mod_max: int = 512
+    # Broder super-shingles: the sorted MIN_s sketch shingled again, `broder_supershingle_size`
+    # consecutive values per super-shingle.
+    broder_supershingle_size: int = 4
+    # Report pairs where one page is contained in the other at least this much (broder-min
+    # and broder-mod only), in the `containment` table; None: not computed.
+    containment: float | None = None
+    # SimHash (Charikar 2002): pages within this Hamming distance of 64 bits are pairs.
+    simhash_distance: int = 3
     # Ingest. Links feed the collections and mirrors work; a pure dedup run can skip them.
     extract_links: bool = True
     include_error_pages: bool = False
@@ -114,6 +153,34 @@ class Settings:
             )
         if self.max_bucket_pairs < 2:
             raise SettingsError("max_bucket_pairs must be at least 2")
+        if self.chunking not in CHUNKINGS:
+            raise SettingsError(f"chunking must be one of {', '.join(CHUNKINGS)}")
+        if self.chunk_threshold is not None and self.chunk_threshold < 1:
+            raise SettingsError("chunk_threshold must be at least 1")
+        if self.chunk_join not in CHUNK_JOINS:
+            raise SettingsError(f"chunk_join must be one of {', '.join(CHUNK_JOINS)}")
+        if self.iceberg_buckets < 2 or self.iceberg_buckets & (self.iceberg_buckets - 1):
+            raise SettingsError("iceberg_buckets must be a power of two")
+        if self.max_feature_df < 0:
+            raise SettingsError("max_feature_df must be >= 0 (0: max_shingle_df, or no cap)")
+        if self.min_s < 1:
+            raise SettingsError("min_s must be at least 1")
+        if self.mod_m < 1 or self.mod_m & (self.mod_m - 1):
+            raise SettingsError("mod_m must be a power of two (Broder's 2^i adjustment)")
+        if self.mod_max < 1:
+            raise SettingsError("mod_max must be at least 1")
+        if not 1 <= self.broder_supershingle_size <= self.min_s:
+            raise SettingsError("broder_supershingle_size must be between 1 and min_s")
+        if self.containment is not None:
+            if not 0.0 < self.containment <= 1.0:
+                raise SettingsError("containment must be in (0, 1]")
+            if self.method not in CONTAINMENT_METHODS:
+                raise SettingsError(
+                    "containment is estimated by the Broder sketches: use method "
+                    + " or ".join(CONTAINMENT_METHODS)
+                )
+        if not 0 <= self.simhash_distance <= 31:
+            raise SettingsError("simhash_distance must be between 0 and 31")
 
     @property
     def strong_similarity(self) -> float:
@@ -121,6 +188,18 @@ class Settings:
         if self.core_threshold is not None:
             return self.core_threshold
         return (1.0 + self.threshold) / 2.0
+
+    @property
+    def chunk_min_shared(self) -> int:
+        """T: the shared chunks that make two pages a pair."""
+        if self.chunk_threshold is not None:
+            return self.chunk_threshold
+        return CHUNKINGS[self.chunking]
+
+    @property
+    def feature_df_cap(self) -> int:
+        """Pages a chunk or sketch element may be held by and still make pairs (0: no cap)."""
+        return self.max_feature_df or self.max_shingle_df
 
     @property
     def supershingle_values(self) -> int:

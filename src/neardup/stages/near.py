@@ -7,12 +7,16 @@ Candidates come from LSH bands of the min-hash signature (`method="minhash"`) or
 Fetterly's megashingles (`method="supershingles"`), and every candidate is verified: the
 estimated resemblance from the full sketch (or the exact shingle Jaccard) against the
 threshold, or, for super-shingles, at least two of the six super-shingles in agreement.
+The other methods (chunks, Broder's MIN_s / MOD_m sketches and super-shingles, SimHash) find
+their pairs in `stages.feature_pairs`; `exact` collapses pages with the same canonical text
+(lexical fingerprint) and stops there. See docs/methods.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +36,8 @@ from neardup.sketch import (
     shingle_hashes,
     supershingle_agreement,
 )
+from neardup.stages.feature_pairs import feature_pairs
+from neardup.stages.features import Features
 from neardup.stages.sketch import COMMON_FILE, SketchResult
 
 PAIRS_SCHEMA = pa.schema(
@@ -41,6 +47,14 @@ PAIRS_SCHEMA = pa.schema(
         ("similarity", pa.float32()),
         ("supershingles_agree", pa.int8()),
         ("kind", pa.string()),
+    ]
+)
+CONTAINMENT_SCHEMA = pa.schema(
+    [
+        ("doc_small", pa.int64()),
+        ("doc_large", pa.int64()),
+        ("containment", pa.float32()),
+        ("resemblance", pa.float32()),
     ]
 )
 CHUNK = 200_000
@@ -64,6 +78,9 @@ class NearResult:
     rows_per_band: int = 0
     candidates: int = 0
     stats: CandidateStats = field(default_factory=CandidateStats)
+    method_stats: dict[str, Any] = field(default_factory=dict)
+    # doc ids: (contained page, containing page, containment, resemblance), or None
+    contained: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def equivalence_classes(shingle_fp: np.ndarray) -> np.ndarray:
@@ -118,14 +135,51 @@ def _exact_similarity(
     )
 
 
-def run_near(staging: Path, settings: Settings, sketched: SketchResult) -> NearResult:
+def run_near(
+    staging: Path, settings: Settings, sketched: SketchResult, features: Features | None = None
+) -> NearResult:
     """Find verified near-duplicate pairs among the eligible signature rows."""
     signatures = np.load(staging / "signatures.npy", mmap_mode="r")
     supers = np.load(staging / "supershingles.npy", mmap_mode="r")
     rows = np.flatnonzero(sketched.eligible).astype(np.int64)
     docs = sketched.doc_ids[rows]
-    class_rep = equivalence_classes(sketched.shingle_fp[rows])
+    exact_only = settings.method == "exact" and sketched.lexical_fp is not None
+    identity = sketched.lexical_fp if exact_only else sketched.shingle_fp
+    class_rep = equivalence_classes(identity[rows])
     reps = np.unique(class_rep)
+    base = {"docs": docs, "rows": rows, "class_rep": class_rep, "reps": reps}
+
+    if settings.method not in ("minhash", "supershingles"):
+        if settings.method == "exact":
+            found = None
+            a = b_ = np.empty(0, dtype=np.int64)
+            sim = np.empty(0, dtype=np.float32)
+        else:
+            if features is None:
+                raise ValueError(f"method {settings.method} needs the features stage")
+            if not np.array_equal(features.doc_ids, sketched.doc_ids):
+                raise ValueError("features and signatures are not aligned")
+            found = feature_pairs(settings, features, rows[reps])
+            a, b_, sim = reps[found.a], reps[found.b], found.similarity
+        agree = (
+            supershingle_agreement(np.asarray(supers[rows[a]]), np.asarray(supers[rows[b_]]))
+            if settings.has_supershingles and a.size
+            else np.full(a.size, -1)
+        )
+        contained = None
+        if found is not None and found.contained is not None:
+            small, large, c, r = found.contained
+            contained = (docs[reps[small]], docs[reps[large]], c, r)
+        return NearResult(
+            **base,
+            edge_a=a.astype(np.int64),
+            edge_b=b_.astype(np.int64),
+            similarity=np.asarray(sim, dtype=np.float32),
+            agree=np.asarray(agree, dtype=np.int8),
+            candidates=found.candidates if found is not None else 0,
+            method_stats=found.stats if found is not None else {},
+            contained=contained,
+        )
 
     keys, b, r = candidate_keys(signatures, supers, rows[reps], settings)
     packed, stats = bucket_candidates(keys, reps, settings.max_bucket_pairs)
@@ -159,10 +213,7 @@ def run_near(staging: Path, settings: Settings, sketched: SketchResult) -> NearR
         return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
 
     return NearResult(
-        docs=docs,
-        rows=rows,
-        class_rep=class_rep,
-        reps=reps,
+        **base,
         edge_a=cat(kept_a, np.int64),
         edge_b=cat(kept_b, np.int64),
         similarity=cat(kept_sim, np.float32),
@@ -172,6 +223,26 @@ def run_near(staging: Path, settings: Settings, sketched: SketchResult) -> NearR
         candidates=int(pa_pos.size),
         stats=stats,
     )
+
+
+def write_containment(path: Path, near: NearResult) -> int:
+    """`containment.parquet`: contained-in pairs (empty when containment was not asked)."""
+    if near.contained is None:
+        table = CONTAINMENT_SCHEMA.empty_table()
+    else:
+        small, large, c, r = near.contained
+        order = np.lexsort((large, small))
+        table = pa.table(
+            {
+                "doc_small": small[order],
+                "doc_large": large[order],
+                "containment": c[order],
+                "resemblance": r[order],
+            },
+            schema=CONTAINMENT_SCHEMA,
+        )
+    pq.write_table(table, path, compression="zstd")
+    return table.num_rows
 
 
 def write_pairs(path: Path, near: NearResult) -> int:

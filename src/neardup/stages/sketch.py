@@ -46,6 +46,7 @@ class SketchResult:
     doc_ids: np.ndarray  # int64, increasing
     eligible: np.ndarray  # bool: at least `min_tokens` words and one shingle
     shingle_fp: np.ndarray  # int64
+    lexical_fp: np.ndarray | None = None  # int64 (the `exact` method's equivalence)
 
     @property
     def sketched(self) -> int:
@@ -118,6 +119,7 @@ def run_sketch(
     doc_index = np.empty(n_rows, dtype=np.int64)
     eligible = np.empty(n_rows, dtype=bool)
     shingle_fp = np.empty(n_rows, dtype=np.int64)
+    lexical_fp = np.empty(n_rows, dtype=np.int64)
     writer = pq.ParquetWriter(staging / "sketches.parquet", SKETCHES_SCHEMA, compression="zstd")
     row = 0
     try:
@@ -131,6 +133,7 @@ def run_sketch(
             doc_index[part] = doc_ids
             eligible[part] = (batch.n_tokens >= settings.min_tokens) & (batch.n_shingles > 0)
             shingle_fp[part] = batch.shingle_fp
+            lexical_fp[part] = batch.lexical_fp
             writer.write_table(
                 pa.table(
                     {
@@ -151,4 +154,6 @@ def run_sketch(
         supers.flush()
         del signatures, supers
     np.save(staging / "signature_docs.npy", doc_index)
-    return SketchResult(doc_ids=doc_index, eligible=eligible, shingle_fp=shingle_fp)
+    return SketchResult(
+        doc_ids=doc_index, eligible=eligible, shingle_fp=shingle_fp, lexical_fp=lexical_fp
+    )

@@ -23,10 +23,11 @@ from neardup.settings import Settings
 from neardup.sketch import SIGNATURE_DTYPE
 
 DB_NAME = "neardup.duckdb"
-EXPORTED_TABLES = ("pages", "pairs", "clusters", "links")
+EXPORTED_TABLES = ("pages", "pairs", "containment", "clusters", "links")
 ORDER_BY = {
     "pages": "doc_id",
     "pairs": "doc_a, doc_b",
+    "containment": "doc_small, doc_large",
     "clusters": "size DESC, cluster_id",
     "links": "src_doc",
 }

@@ -64,6 +64,10 @@ ORDER BY p.doc_id;
 CREATE TABLE pairs AS
 SELECT * FROM read_parquet('{staging}/pairs.parquet') ORDER BY doc_a, doc_b;
 
+-- Contained-in pairs (broder-min / broder-mod with a containment threshold; else empty).
+CREATE TABLE containment AS
+SELECT * FROM read_parquet('{staging}/containment.parquet') ORDER BY doc_small, doc_large;
+
 CREATE TABLE clusters AS
 SELECT
     m.cluster_id,
