@@ -23,8 +23,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +43,7 @@ from accuracy import (  # noqa: E402
     shingle_backend,
     shingle_sets,
 )
-from scan_speed import sample_peak_rss  # noqa: E402
+from scan_speed import run_scan as measured_scan  # noqa: E402
 
 VARIANTS: list[tuple[str, list[str]]] = [
     ("exact", ["--method", "exact"]),
@@ -119,33 +117,8 @@ def background() -> list[Path]:
 
 
 def run_scan(paths: list[Path], out: Path, workers: int, extra: list[str]) -> dict:
-    cmd = [
-        *NEARDUP,
-        "scan",
-        *map(str, paths),
-        "--out",
-        str(out),
-        "--force",
-        "--quiet",
-        "--json",
-        "--workers",
-        str(workers),
-        *extra,
-    ]
-    start = time.perf_counter()
-    popen = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    peak = [0.0]
-    stop = threading.Event()
-    sampler = threading.Thread(target=sample_peak_rss, args=(psutil.Process(popen.pid), stop, peak))
-    sampler.start()
-    stdout, _ = popen.communicate()
-    stop.set()
-    sampler.join()
-    if popen.returncode != 0:
-        raise RuntimeError(f"scan failed: {' '.join(cmd)}")
-    summary = json.loads(stdout)
-    summary["wall_seconds"] = time.perf_counter() - start
-    summary["peak_rss_mb"] = peak[0]
+    """bench/scan_speed.py's measured scan, plus the disk the run directory takes."""
+    summary = measured_scan(paths, out, workers, extra)
     summary["disk_mb"] = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**20
     return summary
 
