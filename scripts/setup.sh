@@ -3,6 +3,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# Debian's Chromium, driven by Playwright in the web-UI tests (never a downloaded browser).
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
