@@ -8,3 +8,7 @@ neardup demo-crawl demo/crawl --force
 neardup scan demo/crawl/warc/*.warc.gz --out demo/run --force
 neardup clusters demo/run --top 10
 neardup dedup --run demo/run --out demo/clean
+neardup collections demo/run --top 5
+neardup mirrors demo/run
+neardup report demo/run -o demo/report.html
+echo "open demo/report.html, or explore with: .venv/bin/neardup ui demo/run"
