@@ -25,7 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from neardup import cli_collections, cli_report
+from neardup import cli_collections, cli_evolution, cli_report, cli_service
 from neardup.dedup import write_deduplicated
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError, scan
@@ -411,6 +411,8 @@ def demo_crawl_command(
 
 cli_collections.register(app)
 cli_report.register(app)
+cli_evolution.register(app)
+cli_service.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
