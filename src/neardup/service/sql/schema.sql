@@ -1,0 +1,29 @@
+-- The service's persistent index. No PRIMARY KEY constraints: every batch rewrites the rows
+-- it touched with DELETE + INSERT inside one transaction, which DuckDB's eager constraint
+-- checks would reject; uniqueness is kept by that rewrite instead.
+CREATE TABLE IF NOT EXISTS settings (key VARCHAR, value VARCHAR);
+CREATE TABLE IF NOT EXISTS pages (
+    url VARCHAR,
+    doc_key BIGINT,          -- xxh3-64 of the URL (stable id across processes)
+    group_id BIGINT,         -- NULL for redirects and removed pages
+    length INTEGER,          -- canonical words
+    signature BLOB,          -- min-hash values, uint32 little-endian
+    exact_fp BIGINT,
+    redirect_to VARCHAR,
+    links_in INTEGER,
+    verified BOOLEAN,        -- resemblance to its winner >= threshold (winners: true)
+    updated_at TIMESTAMP,
+    removed BOOLEAN
+);
+CREATE TABLE IF NOT EXISTS groups (
+    group_id BIGINT,
+    winner_url VARCHAR,
+    winner_signature BLOB,
+    size INTEGER,
+    failed INTEGER,          -- losers that failed verification against the winner
+    updated_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS bands (band SMALLINT, key BIGINT, url VARCHAR);
+CREATE INDEX IF NOT EXISTS bands_key ON bands (key);
+CREATE INDEX IF NOT EXISTS pages_url ON pages (url);
+CREATE INDEX IF NOT EXISTS groups_id ON groups (group_id);
