@@ -1,0 +1,161 @@
+"""Crawls over time: Φ/Ψ, change buckets, lost and found, on-the-fly resemblance."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from neardup import evolution as evo
+from neardup.cli import app
+from neardup.settings import Settings, SettingsError
+
+WORDS = [f"w{i}" for i in range(5000)]
+
+
+def _text(seed: int, n: int = 300) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _edit(text: str, share: float, seed: int) -> str:
+    """Replace a contiguous `share` of the words, so the shingle sets differ by a known amount."""
+    words = text.split()
+    cut = int(len(words) * share)
+    words[:cut] = _text(seed, cut).split() if cut else []
+    return " ".join(words)
+
+
+def _write(path: Path, pages: dict[str, str]) -> Path:
+    with path.open("w") as fh:
+        for url, text in pages.items():
+            fh.write(json.dumps({"url": url, "text": text}) + "\n")
+    return path
+
+
+def test_phi_psi_hand_made() -> None:
+    # m: {a, b, c} together, d alone; n: {a, b} together, {c, d} together, e new.
+    t = evo.phi_psi(["a", "b", "c", "d"], [1, 1, 1, 2], ["a", "b", "c", "d", "e"], [7, 7, 8, 8, 9])
+    rows = {r["url"]: r for r in t.to_pylist()}
+    assert set(rows) == {"a", "b", "c", "d"}
+    assert rows["a"]["phi"] == pytest.approx(1.0)  # {a,b} ∩ {a,b,c} = 2 of |C_n| = 2
+    assert rows["a"]["psi"] == pytest.approx(2 / 3)
+    assert rows["c"]["phi"] == pytest.approx(0.5)  # {c} of {c, d}
+    assert rows["c"]["psi"] == pytest.approx(1 / 4)  # {c} of {a, b, c, d}
+    assert rows["d"]["phi"] == pytest.approx(0.5) and rows["d"]["psi"] == pytest.approx(0.5)
+    assert rows["a"]["bucket"] == "2-10" and rows["d"]["bucket"] == "1"
+
+
+def test_phi_psi_identical_clusterings_are_one() -> None:
+    urls = [f"u{i}" for i in range(30)]
+    labels = [i // 12 for i in range(30)]
+    t = evo.phi_psi(urls, labels, urls, labels)
+    assert np.allclose(t["phi"].to_numpy(), 1.0) and np.allclose(t["psi"].to_numpy(), 1.0)
+    assert set(t["bucket"].to_pylist()) == {"11-100", "2-10"}
+
+
+def test_change_buckets_scale_fetterly() -> None:
+    agree = np.array([0, 1, 28, 29, 56, 57, 83, 84, 85])
+    assert evo.change_buckets(agree, 84) == [
+        "complete",
+        "large",
+        "large",
+        "medium",
+        "medium",
+        "small",
+        "small",
+        "no text change",
+        "no change",
+    ]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two crawls: 6 stable pages, a cluster of 3 copies, pages edited by known amounts, and
+    one page moved to a new URL."""
+    tmp = tmp_path_factory.mktemp("evo")
+    base = {f"http://a.example/p{i}": _text(i) for i in range(6)}
+    copy = _text(100)
+    base |= {f"http://b.example/c{i}": copy for i in range(3)}
+    base["http://a.example/edit-small"] = _text(200)
+    base["http://a.example/edit-large"] = _text(201)
+    base["http://a.example/old-place"] = _text(300)
+    later = dict(base)
+    later["http://a.example/edit-small"] = _edit(base["http://a.example/edit-small"], 0.05, 7)
+    later["http://a.example/edit-large"] = _edit(base["http://a.example/edit-large"], 0.9, 8)
+    later["http://a.example/new-place"] = later.pop("http://a.example/old-place")
+    out = tmp / "store"
+    settings = Settings(num_perm=84)
+    evo.add_crawl([_write(tmp / "m.jsonl", base)], out, "m", settings, workers=1)
+    evo.add_crawl([_write(tmp / "n.jsonl", later)], out, "n", settings, workers=1)
+    return out
+
+
+def test_store_lists_crawls(store: Path) -> None:
+    crawls = evo.list_crawls(store)
+    assert [c["label"] for c in crawls] == ["m", "n"]
+    assert (store / "crawls" / "n" / "band_keys.npy").exists()
+
+
+def test_incompatible_settings_refused(store: Path, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="num_perm"):
+        evo.add_crawl([tmp_path / "x.jsonl"], store, "x", Settings(num_perm=128))
+
+
+def test_evolution_end_to_end(store: Path) -> None:
+    result = evo.evolution(store)
+    phi = {r["url"]: r for r in result.phi_psi.to_pylist()}
+    assert phi["http://b.example/c0"]["size_m"] == 3
+    assert phi["http://b.example/c0"]["phi"] == pytest.approx(1.0)
+    changes = {r["url"]: r for r in result.changes.to_pylist()}
+    assert changes["http://a.example/p0"]["change"] == "no change"
+    assert changes["http://a.example/edit-small"]["change"] in {"small", "medium"}
+    assert changes["http://a.example/edit-large"]["change"] in {"complete", "large"}
+    assert "http://a.example/old-place" not in changes
+    assert result.hosts["share"][0].as_py() == pytest.approx(1.0)
+    assert (store / "evolution_phi_psi.parquet").exists()
+    assert (store / "evolution_changes.parquet").exists()
+
+
+def test_find_moved(store: Path) -> None:
+    hits = evo.find_moved(store, "http://a.example/old-place")
+    assert hits[0]["url"] == "http://a.example/new-place"
+    assert hits[0]["resemblance"] == pytest.approx(1.0)
+    table = evo.find_moved_all(store)
+    assert table.to_pylist() == [
+        {
+            "old_url": "http://a.example/old-place",
+            "new_url": "http://a.example/new-place",
+            "resemblance": 1.0,
+        }
+    ]
+
+
+def test_query_unseen_document(store: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "excerpt.txt"
+    doc.write_text(" ".join(_text(3).split()[50:200]))  # half of p3: contained, not resembling
+    hits = evo.query(store, doc, threshold=0.5)
+    assert hits and hits[0]["url"] == "http://a.example/p3"
+    assert hits[0]["containment"] == pytest.approx(1.0)
+    unrelated = tmp_path / "other.txt"
+    unrelated.write_text(_text(999))
+    assert evo.query(store, unrelated) == []
+    by_url = evo.query(store, "http://a.example/p1", crawl="m")
+    assert by_url[0]["url"] == "http://a.example/p1"
+
+
+def test_cli(store: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["evolution", str(store)])
+    assert result.exit_code == 0, result.output
+    assert "Page change" in result.output
+    result = runner.invoke(app, ["find-moved", "--store", str(store), "--all", "--json"])
+    assert result.exit_code == 0 and "new-place" in result.output
+    result = runner.invoke(app, ["find-moved", "http://a.example/old-place", "--store", str(store)])
+    assert result.exit_code == 0 and "new-place" in result.output
+    result = runner.invoke(app, ["query", "http://a.example/p2", "--store", str(store), "--json"])
+    assert result.exit_code == 0 and "p2" in result.output
