@@ -50,6 +50,31 @@ def _sql(name: str) -> str:
     return resources.files("neardup.service").joinpath("sql", name).read_text()
 
 
+# Each query counts the rows that break one invariant of the stored state.
+_INVARIANTS: tuple[tuple[str, str], ...] = (
+    ("SELECT count(*) - count(DISTINCT url) FROM pages", "duplicate page rows"),
+    (
+        "SELECT count(*) FROM pages p WHERE group_id IS NOT NULL AND NOT removed AND "
+        "group_id NOT IN (SELECT group_id FROM groups)",
+        "pages in unknown groups",
+    ),
+    (
+        "SELECT count(*) FROM groups g WHERE winner_url NOT IN "
+        "(SELECT url FROM pages WHERE group_id = g.group_id AND NOT removed)",
+        "groups whose winner is not a member",
+    ),
+    (
+        "SELECT count(*) FROM groups g WHERE size <> (SELECT count(*) FROM pages "
+        "WHERE group_id = g.group_id AND NOT removed)",
+        "groups with a wrong size",
+    ),
+    (
+        "SELECT count(*) FROM pages WHERE NOT removed AND redirect_to IS NULL AND group_id IS NULL",
+        "live pages without a group",
+    ),
+)
+
+
 class ServiceError(ValueError):
     """A request the index cannot honour (bad update, unknown group)."""
 
@@ -760,34 +785,10 @@ class ServiceIndex:
     def consistency_errors(self) -> list[str]:
         """Invariants of the stored state (used by tests and after a crash)."""
         errs = []
-        con = self.con
-        dup = con.execute("SELECT count(*) - count(DISTINCT url) FROM pages").fetchone()[0]
-        if dup:
-            errs.append(f"{dup} duplicate page rows")
-        orphan = con.execute(
-            "SELECT count(*) FROM pages p WHERE group_id IS NOT NULL AND NOT removed AND "
-            "group_id NOT IN (SELECT group_id FROM groups)"
-        ).fetchone()[0]
-        if orphan:
-            errs.append(f"{orphan} pages in unknown groups")
-        bad = con.execute(
-            "SELECT count(*) FROM groups g WHERE winner_url NOT IN "
-            "(SELECT url FROM pages WHERE group_id = g.group_id AND NOT removed)"
-        ).fetchone()[0]
-        if bad:
-            errs.append(f"{bad} groups whose winner is not a member")
-        size = con.execute(
-            "SELECT count(*) FROM groups g WHERE size <> (SELECT count(*) FROM pages "
-            "WHERE group_id = g.group_id AND NOT removed)"
-        ).fetchone()[0]
-        if size:
-            errs.append(f"{size} groups with a wrong size")
-        live = con.execute(
-            "SELECT count(*) FROM pages WHERE NOT removed AND redirect_to IS NULL"
-            " AND group_id IS NULL"
-        ).fetchone()[0]
-        if live:
-            errs.append(f"{live} live pages without a group")
+        for sql, what in _INVARIANTS:
+            count = self.con.execute(sql).fetchone()[0]
+            if count:
+                errs.append(f"{count} {what}")
         return errs
 
 
