@@ -93,3 +93,17 @@ def test_demo_crawl_command(tmp_path):
     result = runner.invoke(app, ["demo-crawl", str(tmp_path / "c"), "--pages", "10"])
     assert result.exit_code == 0, result.output
     assert list((tmp_path / "c" / "warc").glob("*.warc.gz"))
+
+
+def test_scan_crawl_adds_to_a_store_of_crawls(demo_crawl, tmp_path):
+    store = tmp_path / "store"
+    for label, paths in (("w1", demo_crawl.warc_paths[:2]), ("w2", demo_crawl.warc_paths[1:])):
+        args = ["scan", *map(str, paths), "--out", str(store), "--crawl", label, "--workers", "1"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert (store / "crawls" / label / "pages.parquet").exists()
+    listed = json.loads((store / "crawls.json").read_text())
+    labels = [c["label"] for c in (listed["crawls"] if isinstance(listed, dict) else listed)]
+    assert labels == ["w1", "w2"]
+    result = runner.invoke(app, ["evolution", str(store)])
+    assert result.exit_code == 0, result.output

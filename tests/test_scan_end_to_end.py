@@ -182,3 +182,13 @@ def test_dropping_common_shingles_removes_the_boilerplate(demo_crawl, demo_run, 
     ).fetchone()[0]
     con.close()
     assert bad == 0
+
+
+def test_pages_rows_can_be_fetched_into_python(demo_run):
+    # fetched_at is TIMESTAMPTZ: fetching it into Python must work out of the box
+    con = neardup.open_run(demo_run.path)
+    row = con.execute(
+        "SELECT url, fetched_at FROM pages WHERE fetched_at IS NOT NULL AND url IS NOT NULL LIMIT 1"
+    ).fetchone()
+    con.close()
+    assert row[0] and row[1].tzinfo is not None

@@ -214,6 +214,25 @@ def _run_scan(
     return result.summary
 
 
+def _add_crawl(
+    inputs: list[Path],
+    store: Path,
+    label: str,
+    settings: Settings,
+    workers: int | None,
+    base_url: str | None,
+    force: bool,
+) -> dict[str, Any]:
+    """`scan --crawl`: the scan goes into a store of crawls, as `neardup crawl` does."""
+    from neardup.evolution import StoreError, add_crawl
+
+    try:
+        result = add_crawl(inputs, store, label, settings, workers, base_url, force)
+    except (StoreError, InputError, OutputExistsError, SettingsError, FileNotFoundError) as err:
+        _fail(str(err))
+    return result.summary
+
+
 @app.command("scan")
 def scan_command(
     inputs: Inputs,
@@ -241,6 +260,10 @@ def scan_command(
     force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    crawl: Annotated[
+        str | None,
+        typer.Option(help="add the scan as crawl LABEL of the store OUT (see `neardup crawl`)"),
+    ] = None,
 ) -> None:
     """Scan a crawl: sketch every page and cluster the near-duplicates into OUT."""
     try:
@@ -266,7 +289,10 @@ def scan_command(
         )
     except SettingsError as err:
         _fail(str(err))
-    summary = _run_scan(inputs, out, settings, workers, base_url, force, quiet)
+    if crawl is None:
+        summary = _run_scan(inputs, out, settings, workers, base_url, force, quiet)
+    else:
+        summary = _add_crawl(inputs, out, crawl, settings, workers, base_url, force)
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))
     else:

@@ -126,8 +126,11 @@ def add_crawl(
     build_band_index(result.path)
     con = duckdb.connect()
     try:
+        con.execute("SET TimeZone = 'UTC'")
         first, last, pages = con.execute(
-            "SELECT min(fetched_at), max(fetched_at), count(*) FROM read_parquet(?)",
+            # ISO strings from DuckDB: a TIMESTAMPTZ fetched into Python would need pytz.
+            "SELECT strftime(min(fetched_at), '%Y-%m-%dT%H:%M:%SZ'), "
+            "strftime(max(fetched_at), '%Y-%m-%dT%H:%M:%SZ'), count(*) FROM read_parquet(?)",
             [str(result.path / "pages.parquet")],
         ).fetchone()
     finally:
