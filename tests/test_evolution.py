@@ -159,3 +159,26 @@ def test_cli(store: Path) -> None:
     assert result.exit_code == 0 and "new-place" in result.output
     result = runner.invoke(app, ["query", "http://a.example/p2", "--store", str(store), "--json"])
     assert result.exit_code == 0 and "p2" in result.output
+
+
+def test_clusters_across_crawls_join_the_same_page_in_both_crawls(tmp_path):
+    from neardup.cross_crawl import cross_crawl_clusters
+    from neardup.evolution import add_crawl
+    from neardup.synth import generate_demo_crawl
+
+    crawl = generate_demo_crawl(tmp_path / "crawl", n_docs=30, seed=7)
+    store = tmp_path / "store"
+    add_crawl(crawl.warc_paths[:2], store, "a", workers=1)
+    add_crawl(crawl.warc_paths[1:], store, "b", workers=1)
+    table = cross_crawl_clusters(store).to_pylist()
+    assert (store / "cross_clusters.parquet").exists()
+    by_crawl: dict[str, dict[str, int]] = {"a": {}, "b": {}}
+    for row in table:
+        by_crawl[row["crawl"]][row["url"]] = row["cross_cluster_id"]
+    shared = set(by_crawl["a"]) & set(by_crawl["b"])
+    assert shared  # the middle WARC file is in both crawls
+    # a page fetched identically in both crawls is one cluster across them
+    assert all(by_crawl["a"][u] == by_crawl["b"][u] for u in shared)
+    # every representative is a member of its own cluster
+    reps = {row["cross_cluster_id"] for row in table}
+    assert all(table[r]["cross_cluster_id"] == r for r in reps)

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from neardup import evolution as evo
+from neardup.cross_crawl import cross_crawl_clusters
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError
 from neardup.settings import Settings, SettingsError
@@ -51,6 +53,12 @@ def _print_table(title: str, table: pa.Table) -> None:
     for row in table.to_pylist():
         out.add_row(*(f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row.values()))
     out_console.print(out)
+
+
+def _clusters_spanning_crawls(table: pa.Table) -> int:
+    """How many clusters across crawls hold pages of more than one crawl."""
+    grouped = table.group_by("cross_cluster_id").aggregate([("crawl", "count_distinct")])
+    return int(pc.sum(pc.greater(grouped.column("crawl_count_distinct"), 1)).as_py() or 0)
 
 
 def register(app: typer.Typer) -> None:
@@ -93,19 +101,26 @@ def register(app: typer.Typer) -> None:
         writes evolution_phi_psi.parquet and evolution_changes.parquet into the store."""
         try:
             result = evo.evolution(store)
+            across = cross_crawl_clusters(store)
         except ERRORS as err:
             _fail(str(err))
+        spanning = _clusters_spanning_crawls(across)
         if json_out:
             payload = {
                 "phi_psi": result.phi_psi_summary.to_pylist(),
                 "changes": result.change_summary.to_pylist(),
                 "hosts": result.hosts.to_pylist(),
+                "clusters_spanning_crawls": spanning,
             }
             out_console.print_json(json.dumps(payload, default=str))
             return
         _print_table("Φ and Ψ by first-crawl cluster size", result.phi_psi_summary)
         _print_table("Hosts in the same number of clusters", result.hosts)
         _print_table("Page change by first-crawl cluster size", result.change_summary)
+        out_console.print(
+            f"clusters across crawls: {spanning:,} clusters hold pages of two or more crawls "
+            f"(cross_clusters.parquet)"
+        )
 
     @app.command("find-moved")
     def find_moved_command(
