@@ -35,14 +35,21 @@ MOVED = 20
 HOSTS = {"postgresql": "www.postgresql.example", "python": "docs.python.example"}
 
 
-def _crawl(path: Path, release_index: int, moved: set[str]) -> Path:
+def _crawl(path: Path, release_index: int, moved: set[str], mirror_release: int | None) -> Path:
+    """One crawl as JSONL: each manual at `release_index` on its host, the `moved` URLs under
+    /moved/, and with `mirror_release` the same manual at that release on a mirror host."""
     with path.open("w") as fh:
         for manual, host in HOSTS.items():
-            for rel, html in docs_pages(MANUALS[manual][release_index]):
-                url = f"http://{host}/{rel}"
-                if url in moved:
-                    url = f"http://{host}/moved/{rel}"
-                fh.write(json.dumps({"url": url, "html": html.decode("utf-8", "replace")}) + "\n")
+            served = [(host, release_index)]
+            if mirror_release is not None:
+                served.append((f"mirror.{host}", mirror_release))
+            for served_host, release in served:
+                for rel, html in docs_pages(MANUALS[manual][release]):
+                    url = f"http://{served_host}/{rel}"
+                    if url in moved:
+                        url = f"http://{served_host}/moved/{rel}"
+                    text = html.decode("utf-8", "replace")
+                    fh.write(json.dumps({"url": url, "html": text}) + "\n")
     return path
 
 
@@ -59,6 +66,11 @@ def main() -> int:
     ap.add_argument("--pages", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "evolution.md")
+    ap.add_argument(
+        "--mirrors",
+        action="store_true",
+        help="also serve each manual on a mirror host that stays on the older release",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="evo-bench-"))
     rng = np.random.default_rng(5)
@@ -69,8 +81,9 @@ def main() -> int:
         moved = set(rng.choice(sorted(old), MOVED, replace=False).tolist())
         store = tmp / "store"
         t = time.perf_counter()
-        evo.add_crawl([_crawl(tmp / "m.jsonl", 0, set())], store, "old", settings)
-        evo.add_crawl([_crawl(tmp / "n.jsonl", 1, moved)], store, "new", settings)
+        mirror = 0 if args.mirrors else None
+        evo.add_crawl([_crawl(tmp / "m.jsonl", 0, set(), mirror)], store, "old", settings)
+        evo.add_crawl([_crawl(tmp / "n.jsonl", 1, moved, mirror)], store, "new", settings)
         t_crawl = time.perf_counter() - t
         t = time.perf_counter()
         result = evo.evolution(store)
@@ -124,11 +137,18 @@ def main() -> int:
         "# Evolution benchmark",
         "",
         "Command: `.venv/bin/python bench/evolution_bench.py "
-        f"--pages {args.pages} --queries {args.queries}`",
+        f"--pages {args.pages} --queries {args.queries}{' --mirrors' if args.mirrors else ''}`",
         "",
         "Store: crawl `old` = PostgreSQL 15.18 + Python 3.11 deb12u8 manuals, crawl `new` = "
         f"PostgreSQL 15.20 + Python 3.11 deb12u9, with {MOVED} pages of `old` served under "
-        f"`/moved/` in `new`. Scanning both: {t_crawl:.1f} s; evolution: {t_evo:.2f} s.",
+        f"`/moved/` in `new`"
+        + (
+            "; both crawls also serve each manual on a mirror host that stays on the older "
+            "release (a stale mirror)"
+            if args.mirrors
+            else ""
+        )
+        + f". Scanning both: {t_crawl:.1f} s; evolution: {t_evo:.2f} s.",
         "",
         "## Φ and Ψ by first-crawl cluster size",
         "",
