@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -26,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from neardup import cli_collections, cli_evolution, cli_report, cli_service
+from neardup.cli_output import console, fail, out_console
 from neardup.dedup import write_deduplicated
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError, scan
@@ -37,8 +37,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(stderr=True)
-out_console = Console()
 
 # Options shared by `scan` and `dedup` (which scans first when no run is given).
 Inputs = Annotated[
@@ -145,11 +143,6 @@ class RichProgress:
             self.task = None
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
-
-
 def _print_summary(summary: dict[str, Any], path: Path) -> None:
     sketched = summary["sketched"] or 0
     table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
@@ -210,7 +203,7 @@ def _run_scan(
                 progress=progress,
             )
     except (InputError, OutputExistsError, SettingsError, FileNotFoundError) as err:
-        _fail(str(err))
+        fail(str(err))
     return result.summary
 
 
@@ -229,7 +222,7 @@ def _add_crawl(
     try:
         result = add_crawl(inputs, store, label, settings, workers, base_url, force)
     except (StoreError, InputError, OutputExistsError, SettingsError, FileNotFoundError) as err:
-        _fail(str(err))
+        fail(str(err))
     return result.summary
 
 
@@ -288,7 +281,7 @@ def scan_command(
             simhash_distance=hamming,
         )
     except SettingsError as err:
-        _fail(str(err))
+        fail(str(err))
     if crawl is None:
         summary = _run_scan(inputs, out, settings, workers, base_url, force, quiet)
     else:
@@ -298,7 +291,7 @@ def scan_command(
     else:
         _print_summary(summary, out)
     if summary["sketched"] == 0:
-        _fail("no usable page could be read from the input", code=1)
+        fail("no usable page could be read from the input", code=1)
 
 
 @app.command("summary")
@@ -307,7 +300,7 @@ def summary_command(run: Annotated[Path, typer.Argument(help="run directory")]) 
     try:
         _print_summary(load_summary(run), run)
     except RunError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 @app.command("clusters")
@@ -320,7 +313,7 @@ def clusters_command(
     try:
         con = open_run(run)
     except RunError as err:
-        _fail(str(err))
+        fail(str(err))
     try:
         if cluster is None:
             rows = con.execute(
@@ -345,7 +338,7 @@ def clusters_command(
                 [cluster],
             ).fetchall()
             if not rows:
-                _fail(f"no cluster {cluster} in {run}")
+                fail(f"no cluster {cluster} in {run}")
             table = Table(title=f"cluster {cluster}")
             for col in ("doc", "url", "host", "similarity", "role"):
                 table.add_column(col, overflow="fold")
@@ -379,23 +372,23 @@ def dedup_command(
     """Write INPUTS without their non-representative near-duplicates, plus keep/remove lists."""
     if run is None:
         if not inputs:
-            _fail("give inputs to scan, or --run with a finished scan")
+            fail("give inputs to scan, or --run with a finished scan")
         try:
             # deduplication needs no link graph: skip extracting it
             settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
         except SettingsError as err:
-            _fail(str(err))
+            fail(str(err))
         run = out / "scan"
         _run_scan(list(inputs), run, settings, workers, base_url, force, quiet)
     else:
         try:
             load_settings(run)
         except RunError as err:
-            _fail(str(err))
+            fail(str(err))
         if inputs:
             recorded = {str(Path(p)) for p in load_summary(run).get("inputs", [])}
             if {str(p) for p in inputs} != recorded:
-                _fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
+                fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
     result = write_deduplicated(run, out)
     table = Table(title=f"neardup dedup → {out}", show_header=False, title_justify="left")
     table.add_column("what", overflow="fold")
@@ -425,7 +418,7 @@ def demo_crawl_command(
     from neardup.synth import generate_demo_crawl
 
     if out.exists() and any(out.iterdir()) and not force:
-        _fail(f"{out} is not empty; pass --force to write into it")
+        fail(f"{out} is not empty; pass --force to write into it")
     if out.exists() and force:
         shutil.rmtree(out)
     crawl = generate_demo_crawl(out, n_docs=pages, seed=seed)

@@ -11,17 +11,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from neardup.cli_output import fail, out_console
 from neardup.store import RunError
-
-console = Console(stderr=True)
-out_console = Console()
 
 RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
 OutOpt = Annotated[
@@ -44,18 +41,13 @@ MinPages = Annotated[
 ]
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
-
-
 def _connect(run: Path) -> Any:
     from neardup.relational import connect
 
     try:
         return connect(run)
     except RunError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 def _collection_options(min_size: int, similar_only: bool, single_site: bool) -> Any:
@@ -66,7 +58,7 @@ def _collection_options(min_size: int, similar_only: bool, single_site: bool) ->
             extended=not similar_only, single_site=single_site, min_size=min_size
         )
     except ValueError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 def _mirror_options(min_pages: int) -> Any:
@@ -75,7 +67,7 @@ def _mirror_options(min_pages: int) -> Any:
     try:
         return MirrorOptions(min_pages=min_pages)
     except ValueError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 def _print_json(data: Any) -> None:
@@ -249,12 +241,12 @@ def rollup_command(
     else:
         path = Path(urls_file)
         if not path.is_file():
-            _fail(f"{urls_file}: no such file")
+            fail(f"{urls_file}: no such file")
         urls = path.read_text(encoding="utf-8").splitlines()
     try:
         entries = rollup_run(run, urls)
     except RunError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
         _print_json([e.to_dict() for e in entries])
         return

@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from neardup import evolution as evo
+from neardup.cli_output import fail, out_console
 from neardup.cross_crawl import cross_crawl_clusters
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError
 from neardup.settings import Settings, SettingsError
 from neardup.store import RunError
-
-console = Console(stderr=True)
-out_console = Console()
 
 StoreOpt = Annotated[Path, typer.Option("--store", "-s", help="store folder (crawls.json)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
@@ -38,11 +35,6 @@ ERRORS = (
     OutputExistsError,
     FileNotFoundError,
 )
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
 
 
 def _print_table(title: str, table: pa.Table) -> None:
@@ -85,7 +77,7 @@ def register(app: typer.Typer) -> None:
             settings = Settings.fetterly(**given) if preset else Settings(**given)
             result = evo.add_crawl(inputs, store, label, settings, workers, base_url, force)
         except ERRORS as err:
-            _fail(str(err))
+            fail(str(err))
         s = result.summary
         out_console.print(
             f"crawl {escape(label)}: {s.get('records', '?')} records, {s.get('sketched', '?')} "
@@ -103,7 +95,7 @@ def register(app: typer.Typer) -> None:
             result = evo.evolution(store)
             across = cross_crawl_clusters(store)
         except ERRORS as err:
-            _fail(str(err))
+            fail(str(err))
         spanning = _clusters_spanning_crawls(across)
         if json_out:
             payload = {
@@ -134,7 +126,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Lost and found: where the content of URL lives in the latest crawl."""
         if (url is None) == (not all_gone):
-            _fail("give a URL or --all (not both)")
+            fail("give a URL or --all (not both)")
         try:
             if all_gone:
                 table = evo.find_moved_all(store, threshold)
@@ -146,11 +138,11 @@ def register(app: typer.Typer) -> None:
                 return
             hits = evo.find_moved(store, str(url), threshold)
         except ERRORS as err:
-            _fail(str(err))
+            fail(str(err))
         if json_out:
             out_console.print_json(json.dumps(hits))
         elif not hits:
-            _fail(f"no page of the latest crawl resembles {url}", code=1)
+            fail(f"no page of the latest crawl resembles {url}", code=1)
         else:
             _print_table(f"{url} now", pa.Table.from_pylist(hits))
 
@@ -167,7 +159,7 @@ def register(app: typer.Typer) -> None:
         try:
             hits = evo.query(store, document, crawl, threshold, limit)
         except ERRORS as err:
-            _fail(str(err))
+            fail(str(err))
         if json_out:
             out_console.print_json(json.dumps(hits))
         elif not hits:

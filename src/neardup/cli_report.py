@@ -8,22 +8,14 @@ inside the commands so the rest of the CLI starts fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from neardup.cli_output import console, fail, out_console
 from neardup.store import RunError
 
-console = Console(stderr=True)
-out_console = Console()
-
 RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
 
 
 def report_command(
@@ -48,7 +40,7 @@ def report_command(
     try:
         path = write_report(run, out, top=top, with_avoid=avoid)
     except RunError as err:
-        _fail(str(err))
+        fail(str(err))
     out_console.print(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB)", highlight=False)
 
 
@@ -65,7 +57,7 @@ def ui_command(
     try:
         app = create_app(run)
     except RunError as err:
-        _fail(str(err))
+        fail(str(err))
     console.print(f"neardup ui on http://{host}:{port}/ (Ctrl-C to stop)", highlight=False)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

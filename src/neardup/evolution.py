@@ -39,7 +39,7 @@ from neardup.ingest.record import RawRecord
 from neardup.pipeline import ScanResult, scan
 from neardup.settings import Settings, SettingsError
 from neardup.sketch import EMPTY_VALUE, band_keys, containment, sketch_text
-from neardup.store import load_settings
+from neardup.store import load_settings, sql_path
 from neardup.store.run import RunError, open_run
 
 CRAWLS_FILE = "crawls.json"
@@ -62,10 +62,6 @@ class StoreError(RuntimeError):
 
 def _sql(name: str) -> str:
     return resources.files("neardup").joinpath("evolution_sql", name).read_text(encoding="utf-8")
-
-
-def _quote(path: Path) -> str:
-    return path.resolve().as_posix().replace("'", "''")
 
 
 def list_crawls(store: str | Path) -> list[dict[str, Any]]:
@@ -231,7 +227,7 @@ class Evolution:
 
 
 def _crawl_views(con: duckdb.DuckDBPyConnection, name: str, run: Path) -> None:
-    query = _sql("crawl_pages.sql").format(path=_quote(run / "pages.parquet"))
+    query = _sql("crawl_pages.sql").format(path=sql_path(run / "pages.parquet"))
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
 
 
@@ -404,7 +400,7 @@ def _url_rows(run: Path, urls: list[str] | None = None, docs: np.ndarray | None 
     """doc_id, url of compared pages of a crawl, by URL or by doc_id."""
     con = duckdb.connect()
     try:
-        base = f"SELECT doc_id, url FROM read_parquet('{_quote(run / 'pages.parquet')}')"
+        base = f"SELECT doc_id, url FROM read_parquet('{sql_path(run / 'pages.parquet')}')"
         if urls is not None:
             con.register("wanted", pa.table({"url": pa.array(urls, pa.string())}))
             sql = f"{base} WHERE skipped_reason IS NULL AND url IN (SELECT url FROM wanted)"
@@ -469,9 +465,9 @@ def find_moved_all(store: str | Path, threshold: float | None = None) -> pa.Tabl
         gone = con.sql(
             f"""
             SELECT min(doc_id) AS doc_id, url
-            FROM read_parquet('{_quote(prev / "pages.parquet")}')
+            FROM read_parquet('{sql_path(prev / "pages.parquet")}')
             WHERE skipped_reason IS NULL AND url IS NOT NULL AND url NOT IN (
-                SELECT url FROM read_parquet('{_quote(latest / "pages.parquet")}')
+                SELECT url FROM read_parquet('{sql_path(latest / "pages.parquet")}')
                 WHERE url IS NOT NULL)
             GROUP BY url ORDER BY url
             """

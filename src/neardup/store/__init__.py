@@ -8,6 +8,7 @@ from neardup.store.run import (
     load_summary,
     open_run,
     read_sql,
+    sql_path,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "load_summary",
     "open_run",
     "read_sql",
+    "sql_path",
 ]

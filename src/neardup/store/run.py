@@ -42,7 +42,8 @@ def read_sql(name: str) -> str:
     return resources.files("neardup.store").joinpath("sql", name).read_text(encoding="utf-8")
 
 
-def _quote_path(path: Path) -> str:
+def sql_path(path: Path) -> str:
+    """An absolute path as the body of a DuckDB string literal (single quotes doubled)."""
     return path.resolve().as_posix().replace("'", "''")
 
 
@@ -89,9 +90,9 @@ def build_store(
     try:
         con.execute(f"SET threads = {max(1, workers)}")
         con.execute(f"SET memory_limit = '{memory_limit}'")
-        con.execute(f"SET temp_directory = '{_quote_path(tmp)}'")
+        con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
         sql = read_sql("build.sql").format(
-            staging=_quote_path(staging), min_tokens=settings.min_tokens
+            staging=sql_path(staging), min_tokens=settings.min_tokens
         )
         con.execute(sql)
         con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])

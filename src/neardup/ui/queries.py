@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 
+from neardup.store import sql_path
+
 PAGE_SIZE = 25
 SNIPPET = 240
 PAGE_COLUMNS = (
@@ -206,7 +208,7 @@ def pair_similarity(cur: duckdb.DuckDBPyConnection, a: int, b: int) -> float | N
 
 
 def _parquet(path: Path) -> str:
-    return "read_parquet('" + path.as_posix().replace("'", "''") + "')"
+    return f"read_parquet('{sql_path(path)}')"
 
 
 def mirrors(cur: duckdb.DuckDBPyConnection, path: Path, limit: int, offset: int) -> Page:
