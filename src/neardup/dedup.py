@@ -17,6 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -97,11 +98,12 @@ def _write_jsonl(src: Path, dst: Path, removed: set[int]) -> None:
 
 def _write_parquet(src: Path, dst: Path, removed: set[int]) -> None:
     pf = pq.ParquetFile(src)
+    gone = np.fromiter(removed, dtype=np.int64, count=len(removed))
     row = 0
     with pq.ParquetWriter(dst, pf.schema_arrow, compression="zstd") as writer:
         for batch in pf.iter_batches(batch_size=65536):
-            keep = [row + i not in removed for i in range(batch.num_rows)]
-            writer.write_batch(batch.filter(pa.array(keep)))
+            rows = np.arange(row, row + batch.num_rows, dtype=np.int64)
+            writer.write_batch(batch.filter(pa.array(~np.isin(rows, gone))))
             row += batch.num_rows
 
 
