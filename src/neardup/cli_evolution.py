@@ -1,8 +1,8 @@
 """Command-line commands for crawls over time (registered by `cli.py`).
 
-`crawl` adds a crawl to a store, `evolution` compares consecutive crawls, `find-moved` is
-lost and found, `query` is on-the-fly resemblance. The logic lives in `neardup.evolution`;
-this module only parses and prints.
+`crawl` adds a crawl to a store, `evolution` compares every later crawl with the first and
+with the one before it, `find-moved` is lost and found, `query` is on-the-fly resemblance.
+The logic lives in `neardup.evolution`; this module only parses and prints.
 """
 
 from __future__ import annotations
@@ -53,6 +53,23 @@ def _clusters_spanning_crawls(table: pa.Table) -> int:
     return int(pc.sum(pc.greater(grouped.column("crawl_count_distinct"), 1)).as_py() or 0)
 
 
+def _comparison_kinds(table: pa.Table) -> list[tuple[str, str]]:
+    """(flag column, title) of the comparisons to print: cumulative (first crawl -> each later
+    crawl) and consecutive (each crawl -> the next); one block when the store holds two crawls,
+    where both are the same pair."""
+    if pc.all(pc.and_(table["consecutive"], table["cumulative"])).as_py():
+        return [("consecutive", "")]
+    return [
+        ("cumulative", " — cumulative: first crawl → n"),
+        ("consecutive", " — consecutive: n − 1 → n"),
+    ]
+
+
+def _kind(table: pa.Table, flag: str) -> pa.Table:
+    """The rows of one kind of comparison, without the two flag columns."""
+    return table.filter(table[flag]).drop_columns(["consecutive", "cumulative"])
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the `neardup` application."""
 
@@ -89,8 +106,9 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Path, typer.Argument(help="store folder")],
         json_out: JsonOpt = False,
     ) -> None:
-        """Cluster evolution (Φ, Ψ), host stability and page change between consecutive crawls;
-        writes evolution_phi_psi.parquet and evolution_changes.parquet into the store."""
+        """Cluster evolution (Φ, Ψ), host stability and page change of every later crawl
+        against the first (cumulative) and the previous one (consecutive); writes
+        evolution_phi_psi.parquet and evolution_changes.parquet into the store."""
         try:
             result = evo.evolution(store)
             across = cross_crawl_clusters(store)
@@ -106,9 +124,12 @@ def register(app: typer.Typer) -> None:
             }
             out_console.print_json(json.dumps(payload, default=str))
             return
-        _print_table("Φ and Ψ by first-crawl cluster size", result.phi_psi_summary)
-        _print_table("Hosts in the same number of clusters", result.hosts)
-        _print_table("Page change by first-crawl cluster size", result.change_summary)
+        for flag, name in _comparison_kinds(result.phi_psi_summary):
+            summary = _kind(result.phi_psi_summary, flag)
+            _print_table(f"Φ and Ψ by cluster size in crawl m{name}", summary)
+            _print_table(f"Hosts in the same number of clusters{name}", _kind(result.hosts, flag))
+            changes = _kind(result.change_summary, flag)
+            _print_table(f"Page change by cluster size in crawl m{name}", changes)
         out_console.print(
             f"clusters across crawls: {spanning:,} clusters hold pages of two or more crawls "
             f"(cross_clusters.parquet)"

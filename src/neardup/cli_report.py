@@ -16,10 +16,14 @@ from neardup.cli_output import console, fail, out_console
 from neardup.store import RunError
 
 RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
+ReportArg = Annotated[
+    Path,
+    typer.Argument(help="run directory, store of crawls, or one crawl of a store (store/crawls/L)"),
+]
 
 
 def report_command(
-    run: RunArg,
+    run: ReportArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write")] = Path(
         "report.html"
     ),

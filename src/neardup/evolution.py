@@ -7,7 +7,8 @@ must be sketched with the same sketch settings, so their min-hash signatures com
 
 - Cluster evolution follows Fetterly, Manasse & Najork (2003): for URL u in crawls m and n,
   Φ = |C_m(u) ∩ C_n(u)| / |C_n(u)| and Ψ = |C_m(u) ∩ C_n(u)| / |C_m(u) ∪ C_n(u)|, averaged by
-  the size of u's cluster in crawl m (SQL in `evolution_sql/`).
+  the size of u's cluster in crawl m (SQL in `evolution_sql/`). Like the paper, every later
+  crawl is compared with the first (cumulative) and with the one before it (consecutive).
 - Page change counts agreeing min-hash values between the two fetches of a URL (K + 1 when the
   payloads are identical) and buckets them like the paper's 0 / 1-28 / 29-56 / 57-83 / 84 / 85
   for K = 84, scaled to any K.
@@ -18,7 +19,6 @@ must be sketched with the same sketch settings, so their min-hash signatures com
 
 from __future__ import annotations
 
-import itertools
 import json
 import mimetypes
 import os
@@ -50,6 +50,8 @@ INDEX_META = "band_index.json"
 # document filling half of a larger page is still a candidate for the containment check.
 INDEX_THRESHOLD = 0.5
 MAX_BUCKET = 2000  # rows read per band and query: a boilerplate bucket cannot blow a query up
+# Fetterly et al.'s page-change buckets, from the most change to none (`change_order` 0..5).
+CHANGES = ("complete", "large", "medium", "small", "no text change", "no change")
 
 
 class StoreError(RuntimeError):
@@ -217,7 +219,12 @@ def signature_agreement(
 
 @dataclass
 class Evolution:
-    """Per-URL and summary tables of `evolution` (all pyarrow)."""
+    """Per-URL and summary tables of `evolution` (all pyarrow).
+
+    Every table starts with crawl_m, crawl_n (the earlier and the later crawl compared) and
+    the flags `consecutive` (n directly follows m) and `cumulative` (m is the first crawl);
+    the first two crawls are both, so each pair of crawls is compared, and counted, once.
+    """
 
     phi_psi: pa.Table
     changes: pa.Table
@@ -226,15 +233,61 @@ class Evolution:
     hosts: pa.Table
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """Two crawls compared by `evolution`, by their positions in the store."""
+
+    m: int
+    n: int
+    consecutive: bool
+    cumulative: bool
+
+
+def comparisons(crawls: int) -> list[Comparison]:
+    """The pairs of crawls Fetterly et al. compare: each later crawl n against the first
+    (cumulative: how far clusters drift from where they started, figures 4, 5 and 7) and
+    against crawl n - 1 (consecutive: week-over-week change, figures 8-10). Ordered by n, then
+    m; the pair (first, second) is listed once, as both."""
+    out = []
+    for n in range(1, crawls):
+        if n > 1:
+            out.append(Comparison(0, n, consecutive=False, cumulative=True))
+        out.append(Comparison(n - 1, n, consecutive=True, cumulative=n == 1))
+    return out
+
+
 def _crawl_views(con: duckdb.DuckDBPyConnection, name: str, run: Path) -> None:
     query = _sql("crawl_pages.sql").format(path=sql_path(run / "pages.parquet"))
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {query}")
 
 
+def _compare(
+    con: duckdb.DuckDBPyConnection, run_m: Path, run_n: Path, labels: dict[str, Any]
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """(Φ/Ψ per URL, hosts, page change per URL) of crawl m against crawl n."""
+    k = load_settings(run_m).num_perm
+    _crawl_views(con, "m", run_m)
+    _crawl_views(con, "n", run_n)
+    phi = _prepend(con.sql(_sql("phi_psi.sql")).to_arrow_table(), labels)
+    hosts = _prepend(con.sql(_sql("hosts.sql")).to_arrow_table(), labels)
+    pairs = con.sql(_sql("change_pairs.sql")).to_arrow_table()
+    docs_m, sig_m = _signatures(run_m)
+    docs_n, sig_n = _signatures(run_n)
+    rows_m = _row_lookup(docs_m)[pairs["doc_m"].to_numpy()]
+    rows_n = _row_lookup(docs_n)[pairs["doc_n"].to_numpy()]
+    agree = signature_agreement(sig_m, rows_m, sig_n, rows_n)
+    agree = np.where(pairs["same_payload"].to_numpy(zero_copy_only=False), k + 1, agree)
+    table = pairs.append_column("agree", pa.array(agree, pa.int64())).append_column(
+        "k", pa.array(np.full(agree.size, k), pa.int64())
+    )
+    return phi, hosts, _prepend(table, labels)
+
+
 def evolution(store: str | Path, write: bool = True) -> Evolution:
-    """Φ/Ψ, host stability and page change for every pair of consecutive crawls of a store;
-    with `write`, the per-URL tables go to `evolution_phi_psi.parquet` and
-    `evolution_changes.parquet` in the store."""
+    """Φ/Ψ, host stability and page change of every later crawl of a store against the first
+    crawl (cumulative) and against the crawl before it (consecutive); with `write`, the
+    per-URL tables go to `evolution_phi_psi.parquet` and `evolution_changes.parquet` in the
+    store (the `neardup report` of a store calls it without writing)."""
     store = Path(store)
     crawls = list_crawls(store)
     if len(crawls) < 2:
@@ -242,29 +295,21 @@ def evolution(store: str | Path, write: bool = True) -> Evolution:
     con = _connect()
     phis, changes, hosts = [], [], []
     try:
-        for old, new in itertools.pairwise(crawls):
-            run_m, run_n = store / old["path"], store / new["path"]
-            k = load_settings(run_m).num_perm
-            _crawl_views(con, "m", run_m)
-            _crawl_views(con, "n", run_n)
-            labels = {"crawl_m": old["label"], "crawl_n": new["label"]}
-            phi = con.sql(_sql("phi_psi.sql")).to_arrow_table()
-            phis.append(_prepend(phi, labels))
-            hosts.append(_prepend(con.sql(_sql("hosts.sql")).to_arrow_table(), labels))
-            pairs = con.sql(_sql("change_pairs.sql")).to_arrow_table()
-            docs_m, sig_m = _signatures(run_m)
-            docs_n, sig_n = _signatures(run_n)
-            rows_m = _row_lookup(docs_m)[pairs["doc_m"].to_numpy()]
-            rows_n = _row_lookup(docs_n)[pairs["doc_n"].to_numpy()]
-            agree = signature_agreement(sig_m, rows_m, sig_n, rows_n)
-            agree = np.where(pairs["same_payload"].to_numpy(zero_copy_only=False), k + 1, agree)
-            table = pairs.append_column("agree", pa.array(agree)).append_column(
-                "k", pa.array(np.full(agree.size, k))
-            )
-            changes.append(_prepend(table, labels))
+        for c in comparisons(len(crawls)):
+            old, new = crawls[c.m], crawls[c.n]
+            labels = {
+                "crawl_m": old["label"],
+                "crawl_n": new["label"],
+                "consecutive": c.consecutive,
+                "cumulative": c.cumulative,
+            }
+            phi, host, change = _compare(con, store / old["path"], store / new["path"], labels)
+            phis.append(phi)
+            hosts.append(host)
+            changes.append(change)
+        con.register("comparison_order", _comparison_order(crawls))
         con.register("phi_psi", pa.concat_tables(phis))
-        all_changes = pa.concat_tables(changes)
-        con.register("changes_raw", all_changes)
+        con.register("changes_raw", pa.concat_tables(changes))
         all_changes = con.sql(
             "SELECT *, change_bucket(agree, k) AS change, change_order(agree, k) AS change_order"
             " FROM changes_raw"
@@ -285,9 +330,24 @@ def evolution(store: str | Path, write: bool = True) -> Evolution:
     return result
 
 
-def _prepend(table: pa.Table, labels: dict[str, str]) -> pa.Table:
+def _comparison_order(crawls: list[dict[str, Any]]) -> pa.Table:
+    """(crawl_m, crawl_n, pair): the summaries follow crawl order, not label order, since
+    labels such as `old` and `new` do not sort by time."""
+    pairs = comparisons(len(crawls))
+    return pa.table(
+        {
+            "crawl_m": [crawls[c.m]["label"] for c in pairs],
+            "crawl_n": [crawls[c.n]["label"] for c in pairs],
+            "pair": pa.array(range(len(pairs)), pa.int64()),
+        }
+    )
+
+
+def _prepend(table: pa.Table, labels: dict[str, Any]) -> pa.Table:
+    """The comparison's labels as leading constant columns (string or bool)."""
     for i, (name, value) in enumerate(labels.items()):
-        table = table.add_column(i, name, pa.array([value] * table.num_rows, pa.string()))
+        kind = pa.bool_() if isinstance(value, bool) else pa.string()
+        table = table.add_column(i, name, pa.array([value] * table.num_rows, kind))
     return table
 
 

@@ -10,9 +10,9 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from neardup.report import data, plots
+from neardup.report import data, evolution_plots, plots
 from neardup.report.analyses import load_link_analyses
-from neardup.report.evolution import evolution_section
+from neardup.report.evolution import evolution_section, report_target
 from neardup.report.templates import environment, script_json
 from neardup.store import load_settings, load_summary, open_run
 
@@ -21,8 +21,13 @@ MAX_COLLECTION_POINTS = 5000  # the scatter plot; the table shows the top rows o
 
 
 def report_context(run: str | Path, top: int = 20, with_avoid: bool = True) -> dict[str, Any]:
-    """Every figure of the report, as plain values (also embedded in it as JSON)."""
-    run = Path(run)
+    """Every figure of the report, as plain values (also embedded in it as JSON).
+
+    `run` is a run directory, a store of crawls (its latest crawl fills the single-crawl
+    sections) or one crawl directory of a store; for a store of two or more crawls the
+    evolution section compares them."""
+    target = report_target(run)
+    run = target.run
     summary = load_summary(run)
     settings = load_settings(run).to_dict()
     con = open_run(run)
@@ -36,9 +41,9 @@ def report_context(run: str | Path, top: int = 20, with_avoid: bool = True) -> d
         links = load_link_analyses(run, con, with_avoid=with_avoid)
         if links.avoid is not None:
             data.add_avoid_savings(savings, links.avoid.to_pylist(), data.crawl_totals(con))
-        evolution = evolution_section(run, con)
     finally:
         con.close()
+    evolution = evolution_section(target.store)
     collection_rows = links.clusters.slice(0, MAX_COLLECTION_POINTS).to_pylist()
     mirrors = links.mirrors.to_pylist()
     figures = {
@@ -78,9 +83,13 @@ def report_context(run: str | Path, top: int = 20, with_avoid: bool = True) -> d
             "crawl_bytes": savings.crawl_bytes,
         },
         "computed": links.computed,
+        "evolution": evolution["figures"] if evolution else None,
     }
     return {
         "run": str(run),
+        "store": None
+        if target.store is None
+        else {"path": str(target.store), "crawl": target.crawl, "crawls": target.crawls},
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "summary": summary,
         "settings": settings,
@@ -109,6 +118,13 @@ def render_report(run: str | Path, top: int = 20, with_avoid: bool = True) -> st
         "similarity": plots.similarity_plot(ctx["histogram"], ctx["band"]),
         "collections": plots.collections_plot(ctx["collections"]) if ctx["collections"] else "",
     }
+    evolution = ctx["evolution"]
+    if evolution:
+        labels = evolution["figures"]["crawls"]
+        svgs["evolution_phi_psi"] = evolution_plots.phi_psi_plot(evolution["phi_psi"], labels)
+        svgs["evolution_changes"] = evolution_plots.change_plot(
+            evolution["changes"], evolution["changes_list"]
+        )
     return (
         environment()
         .get_template(TEMPLATE)

@@ -35,7 +35,8 @@ STYLE = {
 
 
 @contextmanager
-def _figure(width: float = 6.4, height: float = 3.4) -> Iterator[Figure]:
+def new_figure(width: float = 6.4, height: float = 3.4) -> Iterator[Figure]:
+    """A figure in the report's style, closed afterwards (pyplot keeps figures alive)."""
     with plt.rc_context(STYLE):
         fig = plt.figure(figsize=(width, height))
         try:
@@ -62,7 +63,7 @@ def _plain_log_ticks(ax: Any) -> None:
 
 def replication_plot(rows: list[dict[str, Any]]) -> str:
     """Grouped bars: share of pages per copy bucket, exact beside near."""
-    with _figure() as fig:
+    with new_figure() as fig:
         ax = fig.add_subplot()
         x = range(len(rows))
         ax.bar(
@@ -89,7 +90,7 @@ def replication_plot(rows: list[dict[str, Any]]) -> str:
 
 def size_plot(dist: SizeDistribution) -> str:
     """Clusters per size on log-log axes, with the fitted power law over sizes >= 2."""
-    with _figure() as fig:
+    with new_figure() as fig:
         ax = fig.add_subplot()
         ax.loglog(dist.sizes, dist.counts, "o", color=NEAR, label="clusters")
         if dist.slope is not None and dist.intercept is not None:
@@ -105,7 +106,7 @@ def size_plot(dist: SizeDistribution) -> str:
 
 def collections_plot(clusters: list[dict[str, Any]]) -> str:
     """Each collection cluster as a point: cardinality (copies) × size (pages per copy)."""
-    with _figure() as fig:
+    with new_figure() as fig:
         ax = fig.add_subplot()
         ax.scatter(
             [c["cardinality"] for c in clusters],
@@ -124,7 +125,7 @@ def collections_plot(clusters: list[dict[str, Any]]) -> str:
 
 def similarity_plot(histogram: list[tuple[float, int]], band: Banding) -> str:
     """Verified pairs per similarity bin, under the banding S-curve of the scan."""
-    with _figure(6.4, 3.6) as fig:
+    with new_figure(6.4, 3.6) as fig:
         ax = fig.add_subplot()
         if histogram:
             width = 0.01
