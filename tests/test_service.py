@@ -242,6 +242,8 @@ def test_cli_add(tmp_path, demo_crawl):
     assert res.exit_code == 0, res.output
     with ServiceIndex(store) as ix:
         assert ix.counts()["pages"] > 10 and ix.consistency_errors() == []
+        # In-links come from the crawl's own link graph (demo pages link to each other).
+        assert sum(p.links_in for p in ix.pages.values()) > 0
 
 
 # ------------------------------------------------------------------ HTTP API

@@ -39,12 +39,25 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Path, typer.Argument(help="Service store directory.")],
         inputs: Annotated[list[str], typer.Argument(help="Crawl files (WARC, ARC, ...).")],
         batch: Annotated[int, typer.Option(help="Pages per transaction.")] = 1000,
+        links: Annotated[
+            bool, typer.Option(help="Count in-links from the files' link graph for winners.")
+        ] = True,
     ) -> None:
-        """Add or update pages from crawl files (redirects included), batch by batch."""
+        """Add or update pages from crawl files (redirects included), batch by batch.
+
+        With --links (default), each added URL's `links_in` becomes the number of distinct
+        pages of these files linking to it, sent as one last batch once every file is read
+        (a link can come after the page it points to); redirects pass theirs on to their
+        target when winners are chosen.
+        """
+        from collections import Counter
+
         from neardup.ingest import extract_page, iter_records
         from neardup.service.index import PageUpdate, ServiceIndex
 
         totals: dict[str, float] = {}
+        inlinks: Counter[str] = Counter()
+        seen: set[str] = set()
         with ServiceIndex(store) as ix:
             pending: list[PageUpdate] = []
 
@@ -60,11 +73,19 @@ def register(app: typer.Typer) -> None:
                 if rec.redirect_to:
                     pending.append(PageUpdate(rec.url, redirect_to=rec.redirect_to))
                 else:
-                    page = extract_page(rec, links=False)
+                    page = extract_page(rec, links=links)
                     if page.skipped_reason or not page.text:
                         continue
+                    inlinks.update({u.split("#")[0] for u in page.links} - {rec.url})
                     pending.append(PageUpdate(rec.url, text=page.text))
+                seen.add(rec.url)
                 if len(pending) >= batch:
                     flush()
             flush()
+            if links:
+                for url in sorted(u for u in seen if inlinks.get(u)):
+                    pending.append(PageUpdate(url, links_in=inlinks[url]))
+                    if len(pending) >= batch:
+                        flush()
+                flush()
             typer.echo(json.dumps({**totals, **ix.counts()}))

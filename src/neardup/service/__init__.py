@@ -10,17 +10,33 @@ from neardup.service.index import (
     partition_group,
     winner_key,
 )
-from neardup.service.lengths import length_partition_report, word_lengths
+from neardup.service.lengths import (
+    LengthMap,
+    balanced_edges,
+    dim_lengths,
+    fine_bounds,
+    length_partition_report,
+    rho_estimate,
+)
+from neardup.service.popularity import RedirectGraph, effective_popularity
+from neardup.service.tier2 import SignatureStore
 
 __all__ = [
     "BatchReport",
+    "LengthMap",
     "PageUpdate",
+    "RedirectGraph",
     "ServiceError",
     "ServiceIndex",
     "ServiceOptions",
+    "SignatureStore",
+    "balanced_edges",
+    "dim_lengths",
+    "effective_popularity",
+    "fine_bounds",
     "html_to_text",
     "length_partition_report",
     "partition_group",
+    "rho_estimate",
     "winner_key",
-    "word_lengths",
 ]

@@ -1,13 +1,13 @@
-"""The incremental duplicate index: pages, duplicate groups with winners, and LSH band keys.
+"""The incremental duplicate index: pages, duplicate groups with winners, tier 1 and tier 2.
 
 After Ask.com's incremental system (paper 004): every group of near-duplicates has one
 *winner* whose signature represents the group. An updated page that still resembles its
 winner stays where it is (tier 1, one comparison); anything else (new pages, pages that
-drifted away) goes to tier 2, a batched many-to-all comparison through the LSH band keys of
-every stored page. Groups are kept transitively (connected components of verified pairs);
-a member that leaves makes its old group re-check its connectivity, and a group whose
-losers mostly fail verification against the winner is repaired by splitting it around
-winners (see `_partition`).
+drifted away) goes to tier 2, a batched many-to-all comparison against the whole index,
+partitioned by the multidimensional length mapping (`tier2.SignatureStore`). Groups are kept
+transitively (connected components of verified pairs); a member that leaves makes its old
+group re-check its connectivity, and a group whose losers mostly fail verification against
+the winner is repaired by splitting it around winners (see `partition_group`).
 
 DuckDB holds the truth; the process holds a copy in dicts for lookups, so one update batch
 is: compute in memory, rewrite the touched rows in one transaction, and on any exception
@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -35,12 +35,15 @@ import pyarrow as pa
 
 from neardup.candidates.tuning import recall_first_bands
 from neardup.ingest import RawRecord, extract_page
+from neardup.service.lengths import LengthMap, dim_lengths
+from neardup.service.popularity import RedirectGraph
+from neardup.service.tier2 import SignatureStore, agreement_matrix
 from neardup.settings import Settings, SettingsError
-from neardup.sketch import SIGNATURE_DTYPE, band_keys, fingerprint64, sketch_text
+from neardup.sketch import SIGNATURE_DTYPE, fingerprint64, sketch_text
 
 DB_NAME = "service.duckdb"
 # Test hook: seconds to sleep inside the transaction (after the pages were rewritten, before
-# groups and bands), printing a marker first, so a test can kill the process mid-batch.
+# the group rows), printing a marker first, so a test can kill the process mid-batch.
 SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
 TX_MARKER = "neardup-service: inside transaction"
 MAX_REDIRECTS = 32
@@ -87,11 +90,19 @@ class ServiceOptions:
     domains, e.g. (".co.uk", ".uk") for the UK market). `repair_share`: a group of at least
     `repair_min_losers` losers is repaired when more than this share of them fail
     verification against the winner (a transitive chain that drifted).
+
+    Tier 2: `tier2` is "lengths" (the paper's multidimensional length mapping, default) or
+    "lsh" (LSH band keys); `dims` sub-dictionaries, `parts` balanced intervals per
+    dimension, and `rho` the interval enlarging factor ρ of the window (L·τ/ρ, L·ρ/τ).
     """
 
     preferred_suffixes: tuple[str, ...] = ()
     repair_share: float = 0.5
     repair_min_losers: int = 2
+    tier2: str = "lengths"
+    dims: int = 3
+    parts: int = 16
+    rho: float = 1.3
 
 
 @dataclass
@@ -118,8 +129,11 @@ class BatchReport:
     redirects: int = 0
     removed: int = 0
     comparisons: int = 0
+    tier2_comparisons: int = 0  # signature comparisons made by tier 2 (in `comparisons` too)
+    tier2_all_pairs: int = 0  # comparisons an unpartitioned many-to-all would have made
     groups_touched: int = 0
     repaired: int = 0
+    recomputed: int = 0  # groups whose whole component was re-clustered
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,7 +146,7 @@ class _Page:
     group_id: int | None = None
     length: int = 0
     signature: np.ndarray | None = None
-    keys: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    lengths: np.ndarray | None = None  # N sub-dictionary lengths (tier-2 partition key)
     exact_fp: int | None = None
     redirect_to: str | None = None
     links_in: int = 0
@@ -167,28 +181,6 @@ def winner_key(url: str, links_in: int, suffixes: Sequence[str] = ()) -> tuple:
     return (-links_in, "?" in url, len(url), rank, url)
 
 
-def _pairs_within(sigs: np.ndarray, keys: np.ndarray, threshold: float) -> list[tuple[int, int]]:
-    """Verified pairs (i < j) among n pages that share a band key, as a scan would find them."""
-    n = len(sigs)
-    out: list[tuple[int, int]] = []
-    if n < 2:
-        return out
-    k = sigs.shape[1]
-    block = max(1, (1 << 24) // max(1, n * k))
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        sim = (sigs[start:stop, None, :] == sigs[None, :, :]).sum(-1) / k
-        if keys.shape[1]:
-            shared = (keys[start:stop, None, :] == keys[None, :, :]).any(-1)
-        else:
-            shared = np.zeros_like(sim, dtype=bool)
-        ii, jj = np.nonzero(shared & (sim >= threshold))
-        for i, j in zip(ii + start, jj, strict=True):
-            if i < j:
-                out.append((int(i), int(j)))
-    return out
-
-
 class _UnionFind:
     def __init__(self) -> None:
         self.parent: dict[Any, Any] = {}
@@ -211,33 +203,38 @@ class _UnionFind:
 def partition_group(
     urls: list[str],
     sigs: np.ndarray,
-    keys: np.ndarray,
     links_in: list[int],
     threshold: float,
     options: ServiceOptions,
 ) -> list[list[int]]:
     """Groups (lists of indexes, winner first) of pages that were one group.
 
-    Connected components of verified pairs, then the repair rule: a component where more
-    than `repair_share` of the losers fail verification against the winner is split around
+    Connected components of verified pairs (all pairs of the group are compared: a group is
+    small next to the index), then the repair rule: a component where more than
+    `repair_share` of the losers fail verification against the winner is split around
     winners (greedy: the best page and everything verified against it, then the rest).
     Shared by the incremental index and the full recomputation it is measured against.
+    `links_in` is each page's popularity (own in-links plus those of pages redirecting to it).
     """
+    n = len(urls)
+    need = int(np.ceil(threshold * sigs.shape[1] - 1e-9)) if n else 0
     uf = _UnionFind()
-    for i in range(len(urls)):
+    for i in range(n):
         uf.find(i)
-    for i, j in _pairs_within(sigs, keys, threshold):
-        uf.union(i, j)
+    if n > 1:
+        ii, jj = np.nonzero(np.triu(agreement_matrix(np.ascontiguousarray(sigs)) >= need, 1))
+        for i, j in zip(ii.tolist(), jj.tolist(), strict=True):
+            uf.union(i, j)
     comps: dict[int, list[int]] = {}
-    for i in range(len(urls)):
+    for i in range(n):
         comps.setdefault(uf.find(i), []).append(i)
     out: list[list[int]] = []
     for comp in comps.values():
-        out.extend(_settle_component(comp, urls, sigs, links_in, threshold, options))
+        out.extend(settle_component(comp, urls, sigs, links_in, threshold, options))
     return out
 
 
-def _settle_component(
+def settle_component(
     comp: list[int],
     urls: list[str],
     sigs: np.ndarray,
@@ -245,6 +242,7 @@ def _settle_component(
     threshold: float,
     options: ServiceOptions,
 ) -> list[list[int]]:
+    """One component as one group (winner first), or split around winners when repaired."""
     order = sorted(comp, key=lambda i: winner_key(urls[i], links_in[i], options.preferred_suffixes))
     sims = (sigs[order] == sigs[order[0]]).mean(-1)
     losers = len(order) - 1
@@ -307,6 +305,11 @@ class ServiceIndex:
         else:
             self.bands, self.rows = recall_first_bands(s.threshold, s.num_perm, s.band_recall)
         self.threshold = s.threshold
+        o = self.options
+        if o.tier2 not in ("lengths", "lsh"):
+            raise ServiceError(f"tier2 must be 'lengths' or 'lsh', not {o.tier2!r}")
+        if o.dims < 1 or o.parts < 1 or o.rho < 1:
+            raise ServiceError("dims and parts must be >= 1 and rho >= 1")
         self._load()
 
     # ---------------------------------------------------------------- state
@@ -317,6 +320,10 @@ class ServiceIndex:
             ("options", json.dumps(self.options.__dict__)),
             ("next_group", str(self.next_group)),
         ]
+        store = getattr(self, "store_rows", None)
+        if store is not None and store.map is not None:
+            grid = {"edges": store.map.to_json(), "rows": store.map_rows}
+            rows.append(("length_map", json.dumps(grid)))
         self.con.execute("DELETE FROM settings")
         self.con.executemany("INSERT INTO settings VALUES (?, ?)", rows)
 
@@ -327,35 +334,48 @@ class ServiceIndex:
         self.pages: dict[str, _Page] = {}
         self.groups: dict[int, set[str]] = {}
         self.winners: dict[int, str] = {}
-        self.band_index: dict[int, set[str]] = {}
+        self.redirects = RedirectGraph()
+        o = self.options
+        self.store_rows = SignatureStore(
+            self.settings.num_perm,
+            o.dims,
+            self.threshold,
+            o.tier2,
+            o.parts,
+            o.rho,
+            self.bands,
+            self.rows,
+        )
         rows = self.con.execute(_sql("load_pages.sql")).fetchall()
-        for url, _dk, gid, length, sig, fp, redir, links, verified, removed in rows:
+        for url, _dk, gid, length, sig, fp, redir, links, verified, removed, dl in rows:
             p = _Page(
                 url,
                 gid,
                 length or 0,
                 None,
                 exact_fp=fp,
-                redirect_to=redir,
                 links_in=links or 0,
                 verified=bool(verified),
                 removed=bool(removed),
             )
+            if redir:
+                self._set_redirect(p, redir)
             if sig is not None:
-                p.signature = np.frombuffer(sig, dtype="<u4").astype(SIGNATURE_DTYPE)
-                p.keys = self._keys(p.signature, p.length)
-                for k in p.keys.tolist():
-                    self.band_index.setdefault(k, set()).add(url)
+                lens = np.asarray(dl, dtype=np.int32) if dl and len(dl) == o.dims else None
+                if lens is None:  # a store written before the length mapping: spread evenly
+                    lens = np.full(o.dims, p.length // o.dims, dtype=np.int32)
+                sig_arr = np.frombuffer(sig, dtype="<u4").astype(SIGNATURE_DTYPE)
+                self._set_signature(p, sig_arr, p.length, lens)
             self.pages[url] = p
             if gid is not None:
                 self.groups.setdefault(gid, set()).add(url)
         for gid, winner in self.con.execute("SELECT group_id, winner_url FROM groups").fetchall():
             self.winners[gid] = winner
-
-    def _keys(self, sig: np.ndarray, length: int) -> np.ndarray:
-        if length == 0:  # no shingles: never a candidate (all positions EMPTY_VALUE)
-            return np.empty(0, dtype=np.int64)
-        return band_keys(sig[None, :], self.bands, self.rows)[0]
+        if "length_map" in stored:
+            grid = json.loads(stored["length_map"])
+            if len(grid["edges"]) == o.dims:
+                self.store_rows.map = LengthMap.from_json(grid["edges"])
+                self.store_rows.map_rows = int(grid["rows"])
 
     def close(self) -> None:
         self.con.close()
@@ -426,12 +446,16 @@ class ServiceIndex:
                     "verified": p.verified,
                     "resemblance": sim,
                     "links_in": p.links_in,
+                    "popularity": self.popularity(url),
                 }
             )
         redirects = sorted(
-            u
-            for u, p in self.pages.items()
-            if p.redirect_to and not p.removed and self.resolve(u)[0] in members
+            {
+                u
+                for m in members
+                for u in self.redirects.upstream(m)
+                if self.resolve(u)[0] in members
+            }
         )
         return {
             "group_id": gid,
@@ -441,27 +465,27 @@ class ServiceIndex:
             "redirects": redirects,
         }
 
-    def candidates(self, keys: np.ndarray, exclude: str | None = None) -> set[str]:
-        out: set[str] = set()
-        for k in keys.tolist():
-            out |= self.band_index.get(k, set())
-        out.discard(exclude)  # type: ignore[arg-type]
-        return out
+    def popularity(self, url: str) -> int:
+        """In-links of `url` plus those of every page redirecting to it (see popularity.py)."""
+        return self.redirects.popularity(url, self._links_in)
+
+    def _links_in(self, url: str) -> int:
+        p = self.pages.get(url)
+        return 0 if p is None or p.removed else p.links_in
 
     def check(self, text: str) -> dict[str, Any]:
-        """Which stored group a text would join, without adding it."""
+        """Which stored group a text would join, without adding it (a tier-2 lookup)."""
         sk = sketch_text(text, self.settings)
-        sig = sk.minhash
-        keys = self._keys(sig, int(sk.shingles.size))
-        cands = sorted(self.candidates(keys))
         matches = []
-        if cands:
-            sims = np.stack([self.pages[u].signature for u in cands]) == sig
-            sims = sims.mean(-1)
-            for u, s in zip(cands, sims.tolist(), strict=True):
-                if s >= self.threshold:
-                    matches.append({"url": u, "group_id": self.pages[u].group_id, "resemblance": s})
-        matches.sort(key=lambda m: -m["resemblance"])
+        if sk.shingles.size:
+            lens = dim_lengths([text], self.options.dims, self.settings.seed)
+            found = self.store_rows.many_to_all(sk.minhash[None, :], lens)
+            for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
+                url = self.store_rows.urls[row]
+                assert url is not None
+                gid = self.pages[url].group_id
+                matches.append({"url": url, "group_id": gid, "resemblance": sim})
+        matches.sort(key=lambda m: (-m["resemblance"], m["url"]))
         best = matches[0] if matches else None
         gid = best["group_id"] if best else None
         return {
@@ -494,8 +518,8 @@ class ServiceIndex:
         with self.lock:
             self.con.execute("BEGIN TRANSACTION")
             try:
-                report, dirty_pages, sig_dirty, dirty_groups, dropped = self._compute(batch)
-                self._write(dirty_pages, sig_dirty, dirty_groups, dropped)
+                report, dirty_pages, dirty_groups, dropped = self._compute(batch)
+                self._write(dirty_pages, dirty_groups, dropped)
                 self.con.execute("COMMIT")
             except BaseException:
                 self.con.execute("ROLLBACK")
@@ -509,18 +533,20 @@ class ServiceIndex:
         self.next_group += 1
         return gid
 
-    def _set_signature(self, p: _Page, sig: np.ndarray | None, length: int) -> None:
-        for k in p.keys.tolist():
-            s = self.band_index.get(k)
-            if s is not None:
-                s.discard(p.url)
-                if not s:
-                    del self.band_index[k]
-        p.signature = sig
-        p.length = length
-        p.keys = self._keys(sig, length) if sig is not None else np.empty(0, dtype=np.int64)
-        for k in p.keys.tolist():
-            self.band_index.setdefault(k, set()).add(p.url)
+    def _set_signature(
+        self, p: _Page, sig: np.ndarray | None, length: int, lens: np.ndarray | None = None
+    ) -> None:
+        """Set a page's sketch and keep the tier-2 row store in step. A page without
+        shingles stays out of the store: its all-empty signature would match every other."""
+        p.signature, p.length, p.lengths = sig, length, lens
+        if sig is None or length == 0 or lens is None:
+            self.store_rows.drop(p.url)
+        else:
+            self.store_rows.put(p.url, sig, lens)
+
+    def _set_redirect(self, p: _Page, target: str | None) -> None:
+        self.redirects.set(p.url, p.redirect_to, target)
+        p.redirect_to = target
 
     def _detach(self, p: _Page, affected: set[int]) -> None:
         if p.group_id is not None:
@@ -531,19 +557,27 @@ class ServiceIndex:
             p.group_id = None
         p.verified = False
 
-    def _compute(self, batch: dict[str, PageUpdate]):
+    def _compute(
+        self, batch: dict[str, PageUpdate]
+    ) -> tuple[BatchReport, set[str], set[int], set[int]]:
+        """The batch in memory: update cases, tier 1, tier 2, then re-settle touched groups.
+        Returns the report, the page rows and groups to rewrite, and the groups to delete."""
         rep = BatchReport(pages=len(batch))
         dirty: set[str] = set()
-        sig_dirty: set[str] = set()
         affected: set[int] = set()  # lost a member: connectivity must be re-checked
         touched: set[int] = set()  # gained members or changed inside: winner re-elected
         tier2: list[str] = []
+        # Pages whose popularity may have moved with a redirect: their groups re-elect.
+        pop_targets: set[str] = set()
+        redirected: list[str] = []
         tau = self.threshold
         for url, u in batch.items():
             old = self.pages.get(url)
             p = old if old is not None else _Page(url)
             self.pages[url] = p
             dirty.add(url)
+            if p.redirect_to and not p.removed:
+                pop_targets.add(self.resolve(url)[0])  # loses (or changes) this credit
             if u.links_in is not None:
                 if u.links_in < 0:
                     raise ServiceError(f"links_in must be >= 0 for {url}")
@@ -555,8 +589,8 @@ class ServiceIndex:
                     rep.removed += 1
                 self._detach(p, affected)
                 self._set_signature(p, None, 0)
-                sig_dirty.add(url)
-                p.removed, p.redirect_to = True, None
+                self._set_redirect(p, None)
+                p.removed = True
                 continue
             was_live = old is not None and not old.removed
             p.removed = False
@@ -566,8 +600,11 @@ class ServiceIndex:
                 rep.redirects += 1
                 self._detach(p, affected)
                 self._set_signature(p, None, 0)
-                sig_dirty.add(url)
-                p.redirect_to = u.redirect_to
+                self._set_redirect(p, u.redirect_to)
+                redirected.append(url)
+                continue
+            if p.redirect_to and u.links_in is not None and u.text is None and u.html is None:
+                redirected.append(url)  # a redirect's popularity update: credit its target
                 continue
             if u.text is not None:
                 text = u.text
@@ -577,11 +614,11 @@ class ServiceIndex:
                 if was_live and u.links_in is not None:
                     continue  # a popularity update only
                 raise ServiceError(f"{url}: give text, html, redirect_to or remove")
-            p.redirect_to = None
+            self._set_redirect(p, None)
             sk = sketch_text(text, self.settings)
             sig, length = sk.minhash, int(sk.shingles.size)
+            lens = dim_lengths([text], self.options.dims, self.settings.seed)[0]
             p.exact_fp = fingerprint64(text.encode("utf-8", "surrogatepass"))
-            sig_dirty.add(url)
             if was_live:
                 rep.changed += 1
             else:
@@ -593,14 +630,19 @@ class ServiceIndex:
                 rep.comparisons += 1
                 if wsig is not None and float((sig == wsig).mean()) >= tau:
                     rep.tier1 += 1
-                    self._set_signature(p, sig, length)
+                    self._set_signature(p, sig, length, lens)
                     touched.add(gid)
                     continue
             self._detach(p, affected)
-            self._set_signature(p, sig, length)
+            self._set_signature(p, sig, length, lens)
             tier2.append(url)
         rep.tier2 = len(tier2)
-        self._tier2(tier2, rep, touched)
+        self._tier2(tier2, rep, touched, dirty)
+        pop_targets.update(self.resolve(url)[0] for url in redirected)
+        for target in pop_targets:
+            tp = self.pages.get(target)
+            if tp is not None and tp.group_id is not None:
+                touched.add(tp.group_id)
         for gid in list(affected):
             if gid in self.groups and not self.groups[gid]:
                 del self.groups[gid]
@@ -609,29 +651,38 @@ class ServiceIndex:
         for gid in sorted(affected | touched):
             if gid in self.groups:
                 rep.repaired += self._settle(gid, gid in affected, dirty, dropped)
+        # A group that lost members or holds losers failing against the winner may no longer
+        # be what a full recomputation would make of its component: re-cluster the component.
+        suspects = {
+            g
+            for g in dropped
+            if g in self.groups
+            and (g in affected or any(not self.pages[u].verified for u in self.groups[g]))
+        }
+        if suspects:
+            rep.recomputed += self._recompute_components(suspects, dirty, dropped)
         rep.groups_touched = len(affected | touched)
-        return rep, dirty, sig_dirty, {g for g in dropped if g in self.groups}, dropped
+        return rep, dirty, {g for g in dropped if g in self.groups}, dropped
 
-    def _tier2(self, urls: list[str], rep: BatchReport, touched: set[int]) -> None:
-        """Many-to-all: every tier-2 page against the band-key candidates of the whole index
-        (stored pages and the batch itself), then merge what was matched."""
+    def _tier2(self, urls: list[str], rep: BatchReport, touched: set[int], dirty: set[str]) -> None:
+        """Many-to-all: the batch's tier-2 pages against the whole index (stored pages and
+        the batch itself, already in the row store) in one compiled call, then merge what
+        was matched. Pages without shingles are not queried and found nothing."""
         uf = _UnionFind()
-        tau = self.threshold
         for url in urls:
-            p = self.pages[url]
             uf.find(url)
-            cands = [
-                c
-                for c in self.candidates(p.keys, exclude=url)
-                if (q := self.pages[c]).signature is not None and not q.removed
-            ]
-            rep.comparisons += len(cands)
-            if not cands:
-                continue
-            sims = (np.stack([self.pages[c].signature for c in cands]) == p.signature).mean(-1)
-            for c, s in zip(cands, sims.tolist(), strict=True):
-                if s >= tau:
-                    uf.union(url, c)
+        st = self.store_rows
+        queries = [u for u in urls if u in st.row_of]
+        if queries:
+            rows = np.array([st.row_of[u] for u in queries], dtype=np.int64)
+            found = st.many_to_all(st.sigs[rows], st.lens[rows], rows)
+            rep.comparisons += found.comparisons
+            rep.tier2_comparisons += found.comparisons
+            rep.tier2_all_pairs += len(queries) * (len(st) - 1)
+            for qi, row in zip(found.query.tolist(), found.row.tolist(), strict=True):
+                other = st.urls[row]
+                assert other is not None
+                uf.union(queries[qi], other)
         comps: dict[str, list[str]] = {}
         for url in urls:
             comps.setdefault(uf.find(url), []).append(url)
@@ -651,6 +702,7 @@ class ServiceIndex:
             for g in gids[1:]:  # transitive: the page bridges groups, so they merge
                 for m in self.groups.pop(g):
                     self.pages[m].group_id = target
+                    dirty.add(m)  # its stored row still names the merged-away group
                     self.groups[target].add(m)
                 self.winners.pop(g, None)
                 touched.add(g)
@@ -664,18 +716,12 @@ class ServiceIndex:
         Returns 1 when the group was repaired or split."""
         members = sorted(self.groups[gid])
         sigs = np.stack([self.pages[u].signature for u in members])
-        links = [self.pages[u].links_in for u in members]
+        links = [self.popularity(u) for u in members]
         if affected:
-            kmax = max(len(self.pages[u].keys) for u in members)
-            keys = np.full((len(members), kmax), -1, dtype=np.int64)
-            for i, u in enumerate(members):
-                k = self.pages[u].keys
-                keys[i, : len(k)] = k
-                keys[i, len(k) :] = -2 - i  # padding never matches
-            parts = partition_group(members, sigs, keys, links, self.threshold, self.options)
+            parts = partition_group(members, sigs, links, self.threshold, self.options)
         else:
             comp = list(range(len(members)))
-            parts = _settle_component(comp, members, sigs, links, self.threshold, self.options)
+            parts = settle_component(comp, members, sigs, links, self.threshold, self.options)
         old_winner = self.winners.get(gid)
         parts.sort(key=lambda part: (old_winner not in [members[i] for i in part], -len(part)))
         for n, part in enumerate(parts):
@@ -693,11 +739,81 @@ class ServiceIndex:
                 p.group_id, p.verified = g, verified
         return int(len(parts) > 1)
 
+    def _recompute_components(self, seeds: set[int], dirty: set[str], dropped: set[int]) -> int:
+        """Re-cluster, from scratch, the connected component around each seed group.
+
+        The component is closed through tier 2: the members are compared with the index, the
+        groups they match join, their members are compared in turn, until nothing new joins.
+        Then `partition_group` (the rule a full recomputation applies to a component) decides
+        the groups again. This is the paper's group repair ("recompute the duplicate
+        membership of this group") widened to the component, because a group kept apart by
+        an earlier split can be what makes a later group fail its checks. Returns the number
+        of groups re-clustered.
+        """
+        st = self.store_rows
+        uf = _UnionFind()
+        seen = {g for g in seeds if g in self.groups}
+        for g in seen:
+            uf.find(g)
+        frontier = sorted(u for g in seen for u in self.groups[g])
+        while frontier:  # all seeds at once: one many-to-all call per round
+            queries = [u for u in frontier if u in st.row_of]
+            if not queries:
+                break
+            rows = np.array([st.row_of[u] for u in queries], dtype=np.int64)
+            found = st.many_to_all(st.sigs[rows], st.lens[rows], rows)
+            new: set[int] = set()
+            for qi, r in zip(found.query.tolist(), found.row.tolist(), strict=True):
+                url = st.urls[r]
+                g = self.pages[url].group_id if url is not None else None
+                mine = self.pages[queries[qi]].group_id
+                if g is None or mine is None or g == mine:
+                    continue
+                uf.union(mine, g)
+                if g not in seen:
+                    seen.add(g)
+                    new.add(g)
+            frontier = sorted(u for g in new for u in self.groups[g])
+        comps: dict[int, set[int]] = {}
+        for g in sorted(seen):
+            comps.setdefault(uf.find(g), set()).add(g)
+        for gids in comps.values():
+            self._regroup(gids, dirty, dropped)
+        return len(seen)
+
+    def _regroup(self, gids: set[int], dirty: set[str], dropped: set[int]) -> None:
+        """Replace groups `gids` by `partition_group` of their pages; a part keeps the id of
+        the old group its winner came from when that id is still free."""
+        members = sorted(u for g in gids for u in self.groups[g])
+        sigs = np.stack([self.pages[u].signature for u in members])
+        links = [self.popularity(u) for u in members]
+        parts = partition_group(members, sigs, links, self.threshold, self.options)
+        old_of = {u: self.pages[u].group_id for u in members}
+        for g in gids:
+            del self.groups[g]
+            self.winners.pop(g, None)
+            dropped.add(g)
+        parts.sort(key=lambda part: (-len(part), members[part[0]]))
+        for part in parts:
+            urls = [members[i] for i in part]
+            g = old_of[urls[0]]
+            if g is None or g in self.groups:
+                g = self._new_group()
+            dropped.add(g)
+            self.groups[g] = set(urls)
+            self.winners[g] = urls[0]
+            wsig = sigs[part[0]]
+            for i, u in zip(part, urls, strict=True):
+                p = self.pages[u]
+                verified = bool(i == part[0] or (sigs[i] == wsig).mean() >= self.threshold)
+                if p.group_id != g or p.verified != verified:
+                    dirty.add(u)
+                p.group_id, p.verified = g, verified
+
     # ---------------------------------------------------------------- writes
 
-    def _write(
-        self, dirty: set[str], sig_dirty: set[str], groups: set[int], dropped: set[int]
-    ) -> None:
+    def _write(self, dirty: set[str], groups: set[int], dropped: set[int]) -> None:
+        """Rewrite the touched page and group rows (inside the caller's transaction)."""
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         con = self.con
         rows = [self.pages[u] for u in sorted(dirty)]
@@ -723,11 +839,15 @@ class ServiceIndex:
                 "verified": pa.array([p.verified for p in rows], pa.bool_()),
                 "updated_at": pa.array([now] * len(rows), pa.timestamp("us")),
                 "removed": pa.array([p.removed for p in rows], pa.bool_()),
+                "dim_lengths": pa.array(
+                    [None if p.lengths is None else p.lengths.tolist() for p in rows],
+                    pa.list_(pa.int32()),
+                ),
             }
         )
         con.register("_svc_pages", table)
         con.execute("DELETE FROM pages WHERE url IN (SELECT url FROM _svc_pages)")
-        con.execute("INSERT INTO pages SELECT * FROM _svc_pages")
+        con.execute("INSERT INTO pages BY NAME SELECT * FROM _svc_pages")
         con.unregister("_svc_pages")
         hook = os.environ.get(SLEEP_HOOK)
         if hook:
@@ -757,27 +877,6 @@ class ServiceIndex:
         con.execute("INSERT INTO groups SELECT * FROM _svc_groups")
         con.unregister("_svc_groups")
         con.unregister("_svc_dropped")
-        band_urls, band_nos, band_keys_ = [], [], []
-        for u in sorted(sig_dirty):
-            for b, k in enumerate(self.pages[u].keys.tolist()):
-                band_urls.append(u)
-                band_nos.append(b)
-                band_keys_.append(k)
-        con.register("_svc_sig", pa.table({"url": sorted(sig_dirty)}))
-        con.execute("DELETE FROM bands WHERE url IN (SELECT url FROM _svc_sig)")
-        con.unregister("_svc_sig")
-        con.register(
-            "_svc_bands",
-            pa.table(
-                {
-                    "band": pa.array(band_nos, pa.int16()),
-                    "key": pa.array(band_keys_, pa.int64()),
-                    "url": pa.array(band_urls, pa.string()),
-                }
-            ),
-        )
-        con.execute("INSERT INTO bands SELECT * FROM _svc_bands")
-        con.unregister("_svc_bands")
         self._write_settings()
 
     # ---------------------------------------------------------------- checks

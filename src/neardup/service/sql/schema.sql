@@ -6,15 +6,20 @@ CREATE TABLE IF NOT EXISTS pages (
     url VARCHAR,
     doc_key BIGINT,          -- xxh3-64 of the URL (stable id across processes)
     group_id BIGINT,         -- NULL for redirects and removed pages
-    length INTEGER,          -- canonical words
+    length INTEGER,          -- distinct shingles
     signature BLOB,          -- min-hash values, uint32 little-endian
     exact_fp BIGINT,
     redirect_to VARCHAR,
-    links_in INTEGER,
+    links_in INTEGER,        -- the page's own in-links (redirect credit is added when read)
     verified BOOLEAN,        -- resemblance to its winner >= threshold (winners: true)
     updated_at TIMESTAMP,
-    removed BOOLEAN
+    removed BOOLEAN,
+    dim_lengths INTEGER[]    -- words per sub-dictionary: the tier-2 partition key
 );
+-- Stores written before the length mapping: add the column, drop the old LSH band table
+-- (tier 2 rebuilds whatever it needs from the signatures when the index is opened).
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS dim_lengths INTEGER[];
+DROP TABLE IF EXISTS bands;
 CREATE TABLE IF NOT EXISTS groups (
     group_id BIGINT,
     winner_url VARCHAR,
@@ -23,7 +28,5 @@ CREATE TABLE IF NOT EXISTS groups (
     failed INTEGER,          -- losers that failed verification against the winner
     updated_at TIMESTAMP
 );
-CREATE TABLE IF NOT EXISTS bands (band SMALLINT, key BIGINT, url VARCHAR);
-CREATE INDEX IF NOT EXISTS bands_key ON bands (key);
 CREATE INDEX IF NOT EXISTS pages_url ON pages (url);
 CREATE INDEX IF NOT EXISTS groups_id ON groups (group_id);
