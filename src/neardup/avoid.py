@@ -20,13 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.collections import CollectionOptions, Collections, find_collections
 from neardup.mirrors import MirrorOptions, Mirrors, find_mirrors
-from neardup.relational import connect, query, register_table, run_sql
+from neardup.relational import Connection, connect, query, register_table, run_sql
 
 AVOID_FILE = "avoid_list.parquet"
 AVOID_TEXT = "avoid_list.txt"
@@ -120,7 +119,7 @@ def _entries(collections: Collections, mirrors: Mirrors) -> list[dict]:
 
 
 def build_avoid_list(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     collections: Collections | None = None,
     mirrors: Mirrors | None = None,
 ) -> AvoidList:

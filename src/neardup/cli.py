@@ -30,6 +30,7 @@ from neardup.dedup import write_deduplicated
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError, scan
 from neardup.settings import Settings, SettingsError
+from neardup.spark.session import SparkUnavailableError
 from neardup.store import RunError, load_settings, load_summary, open_run
 
 app = typer.Typer(
@@ -40,7 +41,29 @@ app = typer.Typer(
 
 # Options shared by `scan` and `dedup` (which scans first when no run is given).
 Inputs = Annotated[
-    list[Path], typer.Argument(help="WARC/ARC files, HTML folders, JSONL or Parquet tables")
+    list[str],
+    typer.Argument(
+        help="WARC/ARC files, HTML folders, JSONL or Parquet tables (with --engine spark, also "
+        "URIs Spark reads: hdfs://, s3a://, file://)"
+    ),
+]
+EngineName = Annotated[
+    str, typer.Option(help="embedded (this machine, the default) or spark (docs/spark.md)")
+]
+SparkMaster = Annotated[
+    str | None,
+    typer.Option(help="Spark master for --engine spark (default local[*]; spark-submit's wins)"),
+]
+SparkWork = Annotated[
+    str | None,
+    typer.Option(
+        help="folder for the Spark engine's tables (default: inside the run's staging "
+        "folder); on a cluster, one the driver and every executor can reach"
+    ),
+]
+SparkConf = Annotated[
+    list[str] | None,
+    typer.Option(help="a Spark setting KEY=VALUE for --engine spark (repeatable)"),
 ]
 Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
 Method = Annotated[
@@ -182,16 +205,33 @@ def _print_summary(summary: dict[str, Any], path: Path) -> None:
     out_console.print(table)
 
 
+def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            fail(f"--spark-conf takes KEY=VALUE, got {pair!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
 def _run_scan(
-    inputs: list[Path],
+    inputs: list[str],
     out: Path,
     settings: Settings,
     workers: int | None,
     base_url: str | None,
     force: bool,
     quiet: bool,
+    engine: str = "embedded",
+    spark_master: str | None = None,
+    spark_conf: list[str] | None = None,
+    spark_work: str | None = None,
 ) -> dict[str, Any]:
+    from neardup.engine import engine_named
+
     try:
+        runner = engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
         with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
             result = scan(
                 inputs,
@@ -201,14 +241,17 @@ def _run_scan(
                 base_url=base_url,
                 force=force,
                 progress=progress,
+                engine=runner,
             )
-    except (InputError, OutputExistsError, SettingsError, FileNotFoundError) as err:
+    except (InputError, OutputExistsError, SettingsError, FileNotFoundError, ValueError) as err:
+        fail(str(err))
+    except SparkUnavailableError as err:
         fail(str(err))
     return result.summary
 
 
 def _add_crawl(
-    inputs: list[Path],
+    inputs: list[str],
     store: Path,
     label: str,
     settings: Settings,
@@ -250,6 +293,10 @@ def scan_command(
     hamming: Hamming = None,
     workers: Workers = None,
     base_url: BaseUrl = None,
+    engine: EngineName = "embedded",
+    spark_master: SparkMaster = None,
+    spark_conf: SparkConf = None,
+    spark_work: SparkWork = None,
     force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
@@ -283,8 +330,22 @@ def scan_command(
     except SettingsError as err:
         fail(str(err))
     if crawl is None:
-        summary = _run_scan(inputs, out, settings, workers, base_url, force, quiet)
+        summary = _run_scan(
+            inputs,
+            out,
+            settings,
+            workers,
+            base_url,
+            force,
+            quiet,
+            engine,
+            spark_master,
+            spark_conf,
+            spark_work,
+        )
     else:
+        if engine != "embedded":
+            fail("--crawl runs on the embedded engine; scan with --engine spark into a run")
         summary = _add_crawl(inputs, out, crawl, settings, workers, base_url, force)
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))

@@ -3,7 +3,8 @@
 `collections`, `mirrors`, `avoid-list` and `rollup` read a finished run, print a table (or
 JSON with --json) and write their Parquet outputs into the run directory (or --out). The
 logic lives in `neardup.collections`, `neardup.mirrors`, `neardup.avoid` and
-`neardup.rollup`; this module only parses and prints.
+`neardup.rollup`; this module only parses and prints. `collections` and `mirrors` take
+`--engine spark` to run their SQL on Spark (docs/spark_relational.md).
 """
 
 from __future__ import annotations
@@ -39,14 +40,28 @@ SingleSite = Annotated[bool, typer.Option("--single-site", help="collections nev
 MinPages = Annotated[
     int, typer.Option(help="pages each host needs in shared clusters (Fetterly et al.: 10)")
 ]
+Engine = Annotated[
+    str,
+    typer.Option(
+        help="where the SQL runs: embedded (DuckDB on the run's database) or spark (Spark SQL "
+        "on the run's Parquet files; docs/spark_relational.md)"
+    ),
+]
+SparkMaster = Annotated[
+    str | None,
+    typer.Option(help="Spark master for --engine spark (default local[*]; spark-submit's wins)"),
+]
 
 
-def _connect(run: Path) -> Any:
-    from neardup.relational import connect
+def _connect(run: Path, engine: str = "embedded", spark_master: str | None = None) -> Any:
+    from neardup.relational import ENGINES, connect
+    from neardup.spark.session import SparkUnavailableError
 
+    if engine not in ENGINES:
+        fail(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     try:
-        return connect(run)
-    except RunError as err:
+        return connect(run, engine, spark_master)
+    except (RunError, SparkUnavailableError) as err:
         fail(str(err))
 
 
@@ -82,12 +97,14 @@ def collections_command(
     top: Annotated[int, typer.Option(help="how many clusters to list")] = 20,
     out: OutOpt = None,
     as_json: JsonOpt = False,
+    engine: Engine = "embedded",
+    spark_master: SparkMaster = None,
 ) -> None:
     """Replicated collections: similar clusters of hyperlinked pages copied across sites."""
     from neardup.collections import find_collections
 
     options = _collection_options(min_size, similar_only, single_site)
-    con = _connect(run)
+    con = _connect(run, engine, spark_master)
     try:
         result = find_collections(con, options)
     finally:
@@ -122,12 +139,14 @@ def mirrors_command(
     min_pages: MinPages = 10,
     out: OutOpt = None,
     as_json: JsonOpt = False,
+    engine: Engine = "embedded",
+    spark_master: SparkMaster = None,
 ) -> None:
     """Mirrored hosts: host pairs with shared content, confirmed by their URL suffixes."""
     from neardup.mirrors import find_mirrors
 
     options = _mirror_options(min_pages)
-    con = _connect(run)
+    con = _connect(run, engine, spark_master)
     try:
         result = find_mirrors(con, options)
     finally:

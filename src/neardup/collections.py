@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.relational import (
+    Connection,
     components,
     connect,
     query,
@@ -127,14 +127,15 @@ def copy_prefix(min_url: str | None, max_url: str | None) -> str | None:
     return common[: common.rfind("/") + 1]
 
 
-def find_collections(
-    con: duckdb.DuckDBPyConnection, options: CollectionOptions | None = None
-) -> Collections:
+def find_collections(con: Connection, options: CollectionOptions | None = None) -> Collections:
     """Similar clusters of collections from the `pages` and `links` tables of `con`.
 
-    `con` is a run's connection (`neardup.open_run`) or any DuckDB connection with tables
+    `con` is a run's connection (`neardup.open_run`), any DuckDB connection with tables
     `pages(doc_id, url, host, title, cluster_id, skipped_reason)` and
-    `links(src_doc, dst_url, dst_doc)`. Only temporary tables are created.
+    `links(src_doc, dst_url, dst_doc)`, or a `SparkSQLConnection` with those views. Only
+    temporary tables are created. The SQL steps run on the connection's engine; the
+    components and the fold loop's relabelling run here, on the driver
+    (docs/spark_relational.md).
     """
     options = options or CollectionOptions()
     started = time.perf_counter()
@@ -211,9 +212,19 @@ def _relabel_comps(comp: np.ndarray, copy: np.ndarray) -> np.ndarray:
     return merged[np.searchsorted(ids, comp)]
 
 
-def collections_from_run(run: str | Path, options: CollectionOptions | None = None) -> Collections:
-    """`find_collections` on a finished run directory."""
-    con = connect(run)
+def collections_from_run(
+    run: str | Path,
+    options: CollectionOptions | None = None,
+    engine: str = "embedded",
+    spark_master: str | None = None,
+) -> Collections:
+    """`find_collections` on a finished run directory.
+
+    engine: `embedded` (DuckDB on the run's database) or `spark` (Spark SQL on the run's
+    Parquet exports; `spark_master` as for `neardup scan`). Same tables either way: the
+    engine only decides where the SQL runs, so it is a connection, not a second code path.
+    """
+    con = connect(run, engine, spark_master)
     try:
         return find_collections(con, options)
     finally:

@@ -18,13 +18,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from rbloom import Bloom
 
-from neardup.relational import connect, query, run_sql
+from neardup.relational import Connection, connect, query, run_sql
 
 MIRRORS_FILE = "mirrors.parquet"
 SUFFIX_METHOD_FILE = "mirrors_suffix_method.parquet"
@@ -111,7 +110,7 @@ def suffix_match_depth(
     return pages, depth
 
 
-def _confirm(con: duckdb.DuckDBPyConnection, pairs: pa.Table) -> dict[str, list]:
+def _confirm(con: Connection, pairs: pa.Table) -> dict[str, list]:
     """Suffix matches of every pair: the Bloom filter of host_a, queried with host_b."""
     keys = query(con, "SELECT doc_id, host, cluster_id, arcs, k, key FROM suffix_keys")
     hosts = keys["host"].astype(str) if keys["host"].size else np.empty(0, dtype=str)
@@ -215,11 +214,13 @@ def _mark_aliases(suffix_pairs: pa.Table, pairs: pa.Table) -> pa.Table:
     return table.append_column("alias", pa.array(alias, pa.bool_()))
 
 
-def find_mirrors(con: duckdb.DuckDBPyConnection, options: MirrorOptions | None = None) -> Mirrors:
+def find_mirrors(con: Connection, options: MirrorOptions | None = None) -> Mirrors:
     """Mirror, partial-mirror and alias host pairs from the `pages` and `links` tables of `con`.
 
     Rows are ordered by kind (mirror, partial, alias), then shared pages (most first), then
-    the host names.
+    the host names. `con` is DuckDB or a `SparkSQLConnection`: the candidate, pair and suffix
+    tables are built by its engine; the Bloom-filter confirmation and the classification run
+    here, on the (small) candidate pairs.
     """
     options = options or MirrorOptions()
     started = time.perf_counter()
@@ -247,9 +248,15 @@ def find_mirrors(con: duckdb.DuckDBPyConnection, options: MirrorOptions | None =
     return Mirrors(result, suffix_pairs, auto, options, time.perf_counter() - started)
 
 
-def mirrors_from_run(run: str | Path, options: MirrorOptions | None = None) -> Mirrors:
-    """`find_mirrors` on a finished run directory."""
-    con = connect(run)
+def mirrors_from_run(
+    run: str | Path,
+    options: MirrorOptions | None = None,
+    engine: str = "embedded",
+    spark_master: str | None = None,
+) -> Mirrors:
+    """`find_mirrors` on a finished run directory, on the `embedded` or `spark` engine
+    (see `collections_from_run`)."""
+    con = connect(run, engine, spark_master)
     try:
         return find_mirrors(con, options)
     finally:

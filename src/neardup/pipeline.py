@@ -1,8 +1,10 @@
 """`scan`: the whole pipeline from input files to a finished run directory.
 
-ingest -> sketch -> near-duplicate pairs -> clusters -> store. Stages exchange Parquet files
-in a staging directory next to the output; the finished directory replaces the output in one
-rename, so an interrupted scan never leaves a half-written run.
+ingest -> sketch -> near-duplicate pairs -> clusters -> store. An engine (embedded by
+default, or Spark) runs the stages up to the clusters; they exchange Parquet files in a
+staging directory next to the output, from which the store is built here. The finished
+directory replaces the output in one rename, so an interrupted scan never leaves a
+half-written run.
 """
 
 from __future__ import annotations
@@ -19,15 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from neardup.engine import LocalEngine
+from neardup.engine import ScanEngine, engine_named
 from neardup.ingest import detect_input_kind
 from neardup.progress import Progress, SilentProgress
 from neardup.settings import Settings
-from neardup.stages.clusters import run_clusters
-from neardup.stages.features import FEATURE_METHODS, run_features
-from neardup.stages.ingest import run_ingest
-from neardup.stages.near import run_near, write_containment, write_pairs
-from neardup.stages.sketch import count_common_shingles, run_sketch
 from neardup.store import build_store
 
 
@@ -78,16 +75,23 @@ def scan(
     base_url: str | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    engine: str | ScanEngine = "embedded",
 ) -> ScanResult:
     """Find near-duplicate clusters in `inputs` (WARC/ARC files, HTML folders, JSONL or
-    Parquet tables) and write a run directory at `out`."""
+    Parquet tables) and write a run directory at `out`.
+
+    `engine` is 'embedded' (local processes, the default), 'spark' (a local Spark session;
+    see `neardup.spark.SparkEngine` for a cluster) or an engine object. Every engine writes
+    the same tables for the same inputs and settings."""
     settings = settings or Settings()
     progress = progress or SilentProgress()
+    runner = engine_named(engine, workers) if isinstance(engine, str) else engine
     paths = [str(p) for p in inputs]
     if not paths:
         raise ValueError("no input given")
     for path in paths:
-        detect_input_kind(path)  # fails early, before any work, on an unreadable input
+        if "://" not in path:  # a URI is for Spark's file systems to open
+            detect_input_kind(path)  # fails early, before any work, on an unreadable input
     out = Path(out)
     staging = _prepare_output(out, force)
     times: dict[str, float] = {}
@@ -103,49 +107,32 @@ def scan(
         times[key] = time.perf_counter() - t
 
     try:
-        with LocalEngine(workers) as engine:
-            with stage("ingest", "read + extract"):
-                ingest = run_ingest(paths, staging, settings, engine, base_url, progress.advance)
-            n_workers = engine.workers
-            if settings.max_shingle_df and ingest.with_text > settings.max_shingle_df:
-                with stage("count", "count shingles", ingest.with_text):
-                    count_common_shingles(staging, settings, engine, progress.advance)
-            with stage("sketch", "sketch", ingest.with_text):
-                sketched = run_sketch(staging, settings, engine, progress.advance)
-            features = None
-            if settings.method in FEATURE_METHODS:
-                with stage("features", settings.method, ingest.with_text):
-                    features = run_features(staging, settings, engine, progress.advance)
-
-        with stage("near", "candidates + verify"):
-            near = run_near(staging, settings, sketched, features)
-            del features
-            n_pairs = write_pairs(staging / "pairs.parquet", near)
-            n_contained = write_containment(staging / "containment.parquet", near)
-        with stage("cluster", "cluster"):
-            run_clusters(staging, near, settings)
+        outcome = runner.run_stages(paths, staging, settings, base_url, stage, progress)
         with stage("store", "store"):
-            summary = build_store(staging, settings, workers=n_workers)
+            summary = build_store(staging, settings, workers=outcome.workers)
 
         elapsed = time.perf_counter() - started
         summary.update(
             {
                 "inputs": paths,
-                "formats": dict(ingest.formats),
+                "engine": outcome.engine,
+                "formats": dict(outcome.formats),
                 "common_shingle_filter": "count" in times,
                 "candidate_method": settings.method,
-                "bands": near.bands,
-                "rows_per_band": near.rows_per_band,
-                "candidate_pairs": near.candidates,
-                "candidate_pairs_emitted": near.stats.emitted,
-                "large_buckets": near.stats.large_buckets,
-                "verified_pairs": int(near.edge_a.size),
-                "method_stats": near.method_stats,
-                "containment_pairs": n_contained if settings.containment is not None else None,
-                "pairs_rows": n_pairs,
+                "bands": outcome.bands,
+                "rows_per_band": outcome.rows_per_band,
+                "candidate_pairs": outcome.candidates,
+                "candidate_pairs_emitted": outcome.candidates_emitted,
+                "large_buckets": outcome.large_buckets,
+                "verified_pairs": outcome.verified_pairs,
+                "method_stats": outcome.method_stats,
+                "containment_pairs": (
+                    outcome.containment_rows if settings.containment is not None else None
+                ),
+                "pairs_rows": outcome.pairs_rows,
                 "stage_seconds": {k: round(v, 3) for k, v in times.items()},
                 "elapsed_seconds": round(elapsed, 3),
-                "records_per_second": round(ingest.records / elapsed, 1) if elapsed else None,
+                "records_per_second": round(outcome.records / elapsed, 1) if elapsed else None,
             }
         )
         summary = {k: (int(v) if isinstance(v, np.integer) else v) for k, v in summary.items()}

@@ -1,9 +1,14 @@
 """Helpers shared by the link-graph analyses (collections, mirrors, avoid-list, roll-up).
 
-Those analyses are relational: their queries live in `neardup/collections_sql/*.sql` and run on
-DuckDB here, written so that Spark SQL can run them later (named `$parameters`, standard joins
-and window functions). The one step SQL does badly, connected components, is done here with
-scipy on integer ids, and the labels go back to SQL as an Arrow table.
+Those analyses are relational: their queries live in `neardup/collections_sql/*.sql` and run
+on DuckDB (the embedded engine) or on Spark SQL (`neardup.spark.sql_connection`), written in
+the SQL both accept: named `$parameters`, standard joins, window functions, no list lambdas.
+Where the dialects cannot agree, `<step>.spark.sql` holds the Spark spelling of `<step>.sql`
+and says why. The steps see a `Connection`, never which engine is behind it.
+
+The one step SQL does badly, connected components, is done here with scipy on integer ids,
+and the labels go back to SQL as an Arrow table (docs/spark_relational.md says why that stays
+on the driver).
 """
 
 from __future__ import annotations
@@ -11,9 +16,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 from scipy.sparse import coo_matrix
@@ -22,11 +26,37 @@ from scipy.sparse.csgraph import connected_components
 from neardup.store import open_run
 
 SQL_PACKAGE = "collections_sql"
+ENGINES = ("embedded", "spark")
 
 
-def read_sql(name: str) -> str:
-    """The text of `neardup/collections_sql/<name>` (package data)."""
-    return resources.files("neardup").joinpath(SQL_PACKAGE, name).read_text(encoding="utf-8")
+class Connection(Protocol):
+    """What the relational steps need of a connection: DuckDB's, or the Spark adapter."""
+
+    def execute(self, statement: str, parameters: Any = ..., /) -> Any: ...
+
+    def sql(self, query: str, *, params: Any = ...) -> Any: ...
+
+    def register(self, view_name: str, python_object: Any, /) -> Any: ...
+
+    def unregister(self, view_name: str, /) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def dialect_of(con: Connection) -> str:
+    """`duckdb` or the dialect a connection adapter declares (`spark`)."""
+    return getattr(con, "dialect", "duckdb")
+
+
+def read_sql(name: str, dialect: str = "duckdb") -> str:
+    """The text of `neardup/collections_sql/<name>` (package data), or of its variant
+    `<stem>.<dialect>.sql` when the step cannot be written once for both engines."""
+    folder = resources.files("neardup").joinpath(SQL_PACKAGE)
+    if dialect != "duckdb":
+        variant = folder.joinpath(name.removesuffix(".sql") + f".{dialect}.sql")
+        if variant.is_file():
+            return variant.read_text(encoding="utf-8")
+    return folder.joinpath(name).read_text(encoding="utf-8")
 
 
 def _used(text: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -47,12 +77,12 @@ def statements(text: str) -> list[str]:
     return [c.strip() for c in code]
 
 
-def run_sql(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
+def run_sql(con: Connection, name: str, **params: Any) -> None:
     """Execute the statements of one SQL file; `params` fill their `$name` placeholders.
 
     One statement at a time, as DuckDB binds parameters for a single statement only.
     """
-    for statement in statements(read_sql(name)):
+    for statement in statements(read_sql(name, dialect_of(con))):
         used = _used(statement, params)
         if used:
             con.execute(statement, used)
@@ -60,20 +90,37 @@ def run_sql(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
             con.execute(statement)
 
 
-def query_sql(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:
+def query_sql(con: Connection, name: str, **params: Any) -> pa.Table:
     """The result of the one query in an SQL file, as an Arrow table."""
-    text = read_sql(name)
+    text = read_sql(name, dialect_of(con))
     return con.sql(text, params=_used(text, params)).to_arrow_table()
 
 
-def query(con: duckdb.DuckDBPyConnection, text: str, **params: Any) -> dict[str, np.ndarray]:
+def query(con: Connection, text: str, **params: Any) -> dict[str, np.ndarray]:
     """A short inline query (ids and counts only) as NumPy columns."""
     return con.sql(text, params=_used(text, params)).fetchnumpy()
 
 
-def connect(run: str | Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to a finished run (temporary tables are allowed on it)."""
-    return open_run(run)
+def connect(
+    run: str | Path,
+    engine: str = "embedded",
+    spark_master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+) -> Connection:
+    """A connection to a finished run on which temporary tables are allowed.
+
+    embedded: read-only DuckDB on the run's database. spark: a Spark SQL connection whose
+    `pages` and `links` are the run's Parquet exports (the session `spark-submit` made, else a
+    local one on `spark_master`). The analyses take either, so the engine is chosen here only.
+    """
+    if engine == "embedded":
+        return open_run(run)
+    if engine == "spark":
+        from neardup.spark.session import spark_session
+        from neardup.spark.sql_connection import SparkSQLConnection
+
+        return SparkSQLConnection.for_run(run, spark_session(spark_master, spark_conf))
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
 
 
 def components(ids: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -104,7 +151,7 @@ def _positions(sorted_ids: np.ndarray, order: np.ndarray, values: np.ndarray) ->
     return order[pos]
 
 
-def register_table(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table | dict) -> None:
+def register_table(con: Connection, name: str, data: pa.Table | dict) -> None:
     """Materialise an Arrow table (or a dict of columns) as a temporary table for SQL steps."""
     table = data if isinstance(data, pa.Table) else pa.table(data)
     con.register("_neardup_arrow", table)

@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.collections import COLLECTIONS_FILE, CollectionOptions, find_collections
-from neardup.relational import connect, query_sql, register_table
+from neardup.relational import Connection, connect, query_sql, register_table
 
 
 @dataclass
@@ -49,7 +48,7 @@ class RollupEntry:
         return asdict(self)
 
 
-def _collection_pages(run: Path | None, con: duckdb.DuckDBPyConnection) -> pa.Table:
+def _collection_pages(run: Path | None, con: Connection) -> pa.Table:
     """collections.parquet of the run when written, else computed now (default options)."""
     if run is not None and (run / COLLECTIONS_FILE).exists():
         return pq.read_table(run / COLLECTIONS_FILE)
@@ -65,7 +64,7 @@ def _group(row: dict) -> str:
 
 
 def rollup(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     urls: list[str],
     collection_pages: pa.Table | None = None,
     max_copies: int = 5,

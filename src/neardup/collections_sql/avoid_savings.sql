@@ -3,6 +3,8 @@
 -- fetches of the same path are both counted. A fetched record is a response, resource or
 -- revisit (requests and metadata are not fetches of their own). A record under two entries
 -- counts for the first (lowest entry_order) only, so the totals add up.
+-- `left(x, length(p)) = p` is the prefix test both engines spell the same (DuckDB names it
+-- starts_with, Spark SQL startswith).
 CREATE OR REPLACE TEMP TABLE avoid_hits AS
 WITH fetched AS (
     SELECT
@@ -20,6 +22,6 @@ hits AS (
         f.bytes,
         row_number() OVER (PARTITION BY f.doc_id ORDER BY e.entry_order) AS k
     FROM avoid_entries AS e
-    JOIN fetched AS f ON starts_with(f.bare, e.prefix)
+    JOIN fetched AS f ON left(f.bare, length(e.prefix)) = e.prefix
 )
 SELECT entry_order, doc_id, bytes FROM hits WHERE k = 1;

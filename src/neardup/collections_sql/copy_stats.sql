@@ -6,6 +6,7 @@
 -- clusters are compared on their average page, so a cluster with several pages per site
 -- does not win by its size.
 -- ext_in (links from any other site) ranks copies: replicas linking back mark the primary.
+-- Ascending keys that may be NULL say NULLS LAST: DuckDB's default, not Spark SQL's.
 CREATE OR REPLACE TEMP TABLE page_rank AS
 WITH comp_hosts AS (
     SELECT DISTINCT c.comp, t.host
@@ -32,7 +33,7 @@ FROM (
     SELECT comp, rid,
         row_number() OVER (
             PARTITION BY comp
-            ORDER BY avg(outside_in) DESC, avg(in_links) DESC, min(length(url)), rid
+            ORDER BY avg(outside_in) DESC, avg(in_links) DESC, min(length(url)) NULLS LAST, rid
         ) AS k
     FROM page_rank
     GROUP BY comp, rid
@@ -48,7 +49,7 @@ FROM (
         row_number() OVER (
             PARTITION BY p.copy
             ORDER BY CASE WHEN r.rid IS NULL THEN 1 ELSE 0 END,
-                     p.outside_in DESC, p.in_links DESC, length(p.url), p.pid
+                     p.outside_in DESC, p.in_links DESC, length(p.url) NULLS LAST, p.pid
         ) AS k
     FROM page_rank AS p
     LEFT JOIN root_rid AS r ON r.comp = p.comp AND r.rid = p.rid
@@ -59,7 +60,7 @@ WHERE k = 1;
 CREATE OR REPLACE TEMP TABLE copies AS
 WITH host_counts AS (
     SELECT copy, host, count(*) AS n,
-        row_number() OVER (PARTITION BY copy ORDER BY count(*) DESC, host) AS k
+        row_number() OVER (PARTITION BY copy ORDER BY count(*) DESC, host NULLS LAST) AS k
     FROM page_rank
     GROUP BY copy, host
 )

@@ -8,13 +8,13 @@
 -- Each copy of Y joins the copy of X on its host that links to it (the largest, then the lowest
 -- copy id). Folding repeats until nothing changes, since a cluster may only qualify once the
 -- clusters that link to it have folded.
--- Reads copy_assign(pid, rid, comp, copy).
+-- Reads copy_assign(pid, rid, comp, copy). NULLS LAST spells out DuckDB's default for Spark.
 CREATE OR REPLACE TEMP TABLE fold_edges AS
 WITH copy_host AS (
     SELECT copy, comp, host, pages
     FROM (
         SELECT c.copy, c.comp, t.host, CAST(sum(count(*)) OVER (PARTITION BY c.copy) AS BIGINT) AS pages,
-            row_number() OVER (PARTITION BY c.copy ORDER BY count(*) DESC, t.host) AS k
+            row_number() OVER (PARTITION BY c.copy ORDER BY count(*) DESC, t.host NULLS LAST) AS k
         FROM copy_assign AS c
         JOIN trivial AS t ON t.pid = c.pid
         GROUP BY c.copy, c.comp, t.host

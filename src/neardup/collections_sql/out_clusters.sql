@@ -3,6 +3,7 @@
 -- alias page, a lone exact copy under another path): it is neither listed nor counted in the
 -- cardinality, and a cluster needs two copies that are not noise.
 -- Ordered like the paper's table of popular collections: cardinality, then size.
+-- sites: array_sort(array_agg(DISTINCT ...)) is spelt the same in DuckDB and Spark SQL.
 SELECT
     pr.root_pid AS collection_cluster_id,
     coalesce(nullif(trim(rp.title), ''), rp.url) AS description,
@@ -11,7 +12,7 @@ SELECT
     CAST(sum(c.pages) AS BIGINT) AS pages,
     rp.url AS principal_url,
     rp.host AS principal_host,
-    list(DISTINCT c.host ORDER BY c.host) AS sites
+    array_sort(array_agg(DISTINCT c.host)) AS sites
 FROM copies AS c
 JOIN principal AS pr ON pr.comp = c.comp
 JOIN pages AS rp ON rp.doc_id = pr.root_pid

@@ -33,11 +33,18 @@ candidates AS (
     GROUP BY a.host, b.host
     HAVING count(*) >= $min_pages
 ),
+-- Each candidate from both sides (host, other), so that the joins below are equi-joins, which
+-- Spark SQL hashes and shuffles instead of testing every pair of rows.
+sides AS (
+    SELECT host_1, host_2, host_1 AS host, host_2 AS other FROM candidates
+    UNION ALL
+    SELECT host_1, host_2, host_2 AS host, host_1 AS other FROM candidates
+),
 matched AS (
     SELECT c.host_1, c.host_2, x.doc_id, max(CASE WHEN x.cluster_id = y.cluster_id THEN 1 ELSE 0 END) AS same
-    FROM candidates AS c
-    JOIN paths AS x ON x.host IN (c.host_1, c.host_2)
-    JOIN paths AS y ON y.suffix = x.suffix AND y.host <> x.host AND y.host IN (c.host_1, c.host_2)
+    FROM sides AS c
+    JOIN paths AS x ON x.host = c.host
+    JOIN paths AS y ON y.suffix = x.suffix AND y.host = c.other
     JOIN spread AS s ON s.suffix = x.suffix
     GROUP BY c.host_1, c.host_2, x.doc_id
 )

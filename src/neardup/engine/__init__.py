@@ -1,9 +1,45 @@
-"""Executors for the pipeline's stages.
+"""Engines that run the scan's stages, and the local process pool the embedded one uses.
 
-A stage is a plain function over a list of tasks; it never knows whether those tasks run
-inline, in local worker processes or (later) on Spark. The local engine is the default.
+The pipeline talks to a `ScanEngine`; `EmbeddedEngine` (the default) runs the stages on this
+machine, `neardup.spark.SparkEngine` on Spark. `engine_named` picks one by name, importing
+Spark only when it is asked for.
 """
 
-from neardup.engine.local import LocalEngine, default_workers
+from __future__ import annotations
 
-__all__ = ["LocalEngine", "default_workers"]
+from typing import Any
+
+from neardup.engine.local import LocalEngine, default_workers
+from neardup.engine.stages import ScanEngine, StagesOutcome
+
+ENGINES = ("embedded", "spark")
+
+
+def engine_named(
+    name: str,
+    workers: int | None = None,
+    spark_master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+    spark_work: str | None = None,
+) -> Any:
+    """The engine called `name` ('embedded' or 'spark')."""
+    if name == "embedded":
+        # Imported here: the stages import this package for `LocalEngine`.
+        from neardup.engine.embedded import EmbeddedEngine
+
+        return EmbeddedEngine(workers)
+    if name == "spark":
+        from neardup.spark import SparkEngine
+
+        return SparkEngine(master=spark_master, conf=spark_conf, workers=workers, work=spark_work)
+    raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
+
+
+__all__ = [
+    "ENGINES",
+    "LocalEngine",
+    "ScanEngine",
+    "StagesOutcome",
+    "default_workers",
+    "engine_named",
+]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from neardup.engine import LocalEngine
+from neardup.engine.local import LocalEngine
 from neardup.settings import Settings
 from neardup.sketch import CommonShingles
 from neardup.sketch.broder import (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine import LocalEngine
+from neardup.engine.local import LocalEngine
 from neardup.ingest import extract_page, iter_records
 from neardup.ingest.record import RawRecord
 from neardup.ingest.urls import host_of

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.engine import LocalEngine
+from neardup.engine.local import LocalEngine
 from neardup.settings import Settings
 from neardup.sketch import SIGNATURE_DTYPE, CommonShingles, sketch_arrow
 from neardup.sketch.shingles import doc_shingle_counts_arrow
