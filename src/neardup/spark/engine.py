@@ -2,7 +2,7 @@
 
 ingest (one task per input file) -> sketch (`mapInArrow` over the text) -> equivalence
 classes (a window over the shingle-set fingerprint) -> bucket keys -> candidate pairs (the
-SQL in `spark/sql/candidates.sql`) -> verification (array functions over the joined
+SQL in `spark/sql/candidates.sql`) -> verification (the embedded estimate over the joined
 signatures) -> connected components (large-star / small-star over DataFrames) -> the
 clustering rule per component -> assignments. Every intermediate table is written as Parquet
 in the work folder, which breaks Spark's lineage and lets a stage restart from the last one.
@@ -29,17 +29,20 @@ from neardup.spark.components import connected_components
 from neardup.spark.ingest import INGEST_SCHEMA, ingest_partition, inputs_frame
 from neardup.spark.kernels import (
     CLUSTER_SCHEMA,
+    EDGE_SCHEMA,
     KEYS_SCHEMA,
     SKETCH_SCHEMA,
     cluster_component,
     key_batches,
+    representative_batches,
     sketch_batches,
+    verify_batches,
 )
 from neardup.spark.localize import Localizer
 from neardup.spark.session import spark_session
 from neardup.stages.clusters import ASSIGN_SCHEMA
 from neardup.stages.ingest import LINKS_SCHEMA, PAGE_TEXT_SCHEMA, PAGES_RAW_SCHEMA
-from neardup.stages.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA, VERY_SIMILAR_AGREE
+from neardup.stages.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA
 
 SPARK_METHODS = ("minhash", "supershingles")
 
@@ -226,34 +229,18 @@ class _SparkRun:
         self.save(reps.select("doc_id", "minhash", "supers"), "reps").createOrReplaceTempView(
             "reps"
         )
-        has_ss = settings.has_supershingles
-        agree = (
-            "size(filter(zip_with(x.supers, y.supers, (p, q) -> p = q), e -> e))"
-            if has_ss
-            else "-1"
-        )
-        keep = (
-            f"agree >= {VERY_SIMILAR_AGREE}"
-            if settings.method == "supershingles"
-            else f"similarity >= {settings.threshold!r}"
-        )
-        verified = spark.sql(
-            f"""
-            SELECT doc_a, doc_b, CAST(equal AS DOUBLE) / {k} AS similarity, agree
-            FROM (
-                SELECT c.doc_a, c.doc_b,
-                    size(filter(zip_with(x.minhash, y.minhash, (p, q) -> p = q), e -> e))
-                        AS equal,
-                    {agree} AS agree
-                FROM candidates AS c
-                JOIN reps AS x ON x.doc_id = c.doc_a
-                JOIN reps AS y ON y.doc_id = c.doc_b
-            )
+        pairs_with_sketches = spark.sql(
+            """
+            SELECT c.doc_a, c.doc_b, x.minhash AS minhash_a, y.minhash AS minhash_b,
+                x.supers AS supers_a, y.supers AS supers_b
+            FROM candidates AS c
+            JOIN reps AS x ON x.doc_id = c.doc_a
+            JOIN reps AS y ON y.doc_id = c.doc_b
             """
         )
         edges = self.save(
-            verified.where(keep).selectExpr(
-                "doc_a", "doc_b", "CAST(similarity AS FLOAT) AS similarity", "agree"
+            pairs_with_sketches.mapInArrow(
+                lambda it: verify_batches(it, settings), _spark_schema(EDGE_SCHEMA)
             ),
             "edges",
         )
@@ -325,7 +312,6 @@ class _SparkRun:
                     "identical",
                 )
         identical.createOrReplaceTempView("identical")
-        k = settings.num_perm
         assigned = spark.sql(
             """
             SELECT c.doc_id,
@@ -341,18 +327,18 @@ class _SparkRun:
         )
         assigned.createOrReplaceTempView("assigned")
         self.table("sketches").select("doc_id", "minhash").createOrReplaceTempView("signatures")
+        with_sketches = spark.sql(
+            """
+            SELECT a.doc_id, a.cluster_id, a.component_id, a.identical_id, a.class_id,
+                s.minhash AS minhash_a, t.minhash AS minhash_b
+            FROM assigned AS a
+            JOIN signatures AS s ON s.doc_id = a.doc_id
+            JOIN signatures AS t ON t.doc_id = a.cluster_id
+            """
+        )
         self.save(
-            spark.sql(
-                f"""
-                SELECT a.doc_id, a.cluster_id, a.component_id, a.identical_id, a.class_id,
-                    CASE WHEN a.doc_id = a.cluster_id THEN CAST(1.0 AS FLOAT) ELSE CAST(
-                        CAST(size(filter(zip_with(s.minhash, t.minhash, (p, q) -> p = q),
-                            e -> e)) AS DOUBLE) / {k} AS FLOAT)
-                    END AS similarity_to_representative
-                FROM assigned AS a
-                JOIN signatures AS s ON s.doc_id = a.doc_id
-                JOIN signatures AS t ON t.doc_id = a.cluster_id
-                """
+            with_sketches.mapInArrow(
+                lambda it: representative_batches(it, settings), _spark_schema(ASSIGN_SCHEMA)
             ),
             "assignments",
         )

@@ -21,7 +21,16 @@ from neardup.cluster import (
     core_clusters,
 )
 from neardup.settings import Settings
-from neardup.sketch import SIGNATURE_DTYPE, band_keys, megashingles, sketch_arrow
+from neardup.sketch import (
+    SIGNATURE_DTYPE,
+    band_keys,
+    estimate_resemblance,
+    megashingles,
+    sketch_arrow,
+    supershingle_agreement,
+)
+from neardup.stages.clusters import ASSIGN_SCHEMA
+from neardup.stages.near import VERY_SIMILAR_AGREE
 
 SKETCH_SCHEMA = pa.schema(
     [
@@ -36,6 +45,14 @@ SKETCH_SCHEMA = pa.schema(
 )
 KEYS_SCHEMA = pa.schema([("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64())])
 CLUSTER_SCHEMA = pa.schema([("doc_id", pa.int64()), ("cluster_doc", pa.int64())])
+EDGE_SCHEMA = pa.schema(
+    [
+        ("doc_a", pa.int64()),
+        ("doc_b", pa.int64()),
+        ("similarity", pa.float32()),
+        ("agree", pa.int32()),  # super-shingles in agreement, -1 when not computed
+    ]
+)
 
 
 def _lists(matrix: np.ndarray) -> pa.ListArray:
@@ -97,6 +114,70 @@ def key_batches(
                 pa.array(np.repeat(docs, tables)),
             ],
             schema=KEYS_SCHEMA,
+        )
+
+
+def verify_batches(
+    batches: Iterator[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """Candidate pairs with both sketches -> the verified edges, by `stages.near`'s test:
+    the estimated resemblance against the threshold, or two agreeing super-shingles."""
+    k = settings.num_perm
+    n_ss = settings.supershingle_count if settings.has_supershingles else 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        sim = np.asarray(
+            estimate_resemblance(
+                matrix_of(batch.column("minhash_a"), k, np.int32),
+                matrix_of(batch.column("minhash_b"), k, np.int32),
+            ),
+            dtype=np.float64,
+        )
+        if n_ss:
+            agree = supershingle_agreement(
+                matrix_of(batch.column("supers_a"), n_ss, np.int64),
+                matrix_of(batch.column("supers_b"), n_ss, np.int64),
+            )
+        else:
+            agree = np.full(sim.size, -1)
+        if settings.method == "supershingles":
+            keep = agree >= VERY_SIMILAR_AGREE
+        else:
+            keep = sim >= settings.threshold
+        yield pa.RecordBatch.from_arrays(
+            [
+                batch.column("doc_a").filter(pa.array(keep)),
+                batch.column("doc_b").filter(pa.array(keep)),
+                pa.array(sim.astype(np.float32)[keep]),
+                pa.array(np.asarray(agree, dtype=np.int32)[keep]),
+            ],
+            schema=EDGE_SCHEMA,
+        )
+
+
+def representative_batches(
+    batches: Iterator[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """Assignments with the page's and its representative's signatures -> the assignment
+    rows, with the estimated resemblance to the representative (1 for itself), as
+    `stages.clusters` computes it."""
+    k = settings.num_perm
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        sim = np.asarray(
+            estimate_resemblance(
+                matrix_of(batch.column("minhash_a"), k, np.int32),
+                matrix_of(batch.column("minhash_b"), k, np.int32),
+            ),
+            dtype=np.float64,
+        ).reshape(-1)
+        doc = np.asarray(batch.column("doc_id"))
+        similarity = np.where(doc == np.asarray(batch.column("cluster_id")), 1.0, sim)
+        columns = [batch.column(name) for name in ASSIGN_SCHEMA.names[:-1]]
+        yield pa.RecordBatch.from_arrays(
+            [*columns, pa.array(similarity.astype(np.float32))], schema=ASSIGN_SCHEMA
         )
 
 
