@@ -17,10 +17,10 @@ from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow.parquet as pq
 
-from neardup.candidates.tuning import recall_first_bands
 from neardup.engine.local import default_workers
 from neardup.engine.stages import StagesOutcome, StageTimer
 from neardup.progress import Progress
@@ -42,7 +42,7 @@ from neardup.spark.localize import Localizer
 from neardup.spark.session import spark_session
 from neardup.stages.clusters import ASSIGN_SCHEMA
 from neardup.stages.ingest import LINKS_SCHEMA, PAGE_TEXT_SCHEMA, PAGES_RAW_SCHEMA
-from neardup.stages.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA
+from neardup.stages.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA, band_shape
 
 SPARK_METHODS = ("minhash", "supershingles")
 
@@ -73,6 +73,19 @@ def _spark_schema(schema: Any) -> Any:
     return from_arrow_schema(schema)
 
 
+def _local_folder(work: str | Path) -> Path:
+    """The work folder as a path the driver opens: a plain path, or a `file:` URI."""
+    text = str(work)
+    if text.startswith("file:"):
+        return Path(urlsplit(text).path)
+    if "://" in text:
+        raise ValueError(
+            "the Spark work folder must be on a file system the driver mounts (local, "
+            "NFS, a FUSE-mounted bucket): the tables are copied into the run from there"
+        )
+    return Path(text)
+
+
 class SparkEngine:
     """Stages on Spark: `master` (default `local[*]`, or the session `spark-submit` made),
     `conf` extra Spark settings, `work` the folder for Spark's tables (default: inside the
@@ -90,12 +103,7 @@ class SparkEngine:
         self.master = master
         self.conf = conf
         self.workers = workers if workers and workers > 0 else default_workers()
-        if work is not None and "://" in str(work) and not str(work).startswith("file:"):
-            raise ValueError(
-                "the Spark work folder must be on a file system the driver mounts (local, "
-                "NFS, a FUSE-mounted bucket): the tables are copied into the run from there"
-            )
-        self.work = Path(str(work).removeprefix("file://")) if work is not None else None
+        self.work = _local_folder(work) if work is not None else None
 
     def run_stages(
         self,
@@ -191,7 +199,6 @@ class _SparkRun:
         """Equivalence classes, candidate pairs and verified edges between class
         representatives, then the `pairs` table (verified plus identical pairs)."""
         settings = self.settings
-        k = settings.num_perm
         spark = self.spark
         eligible = self.table("sketches").where(
             f"n_tokens >= {settings.min_tokens} AND n_shingles > 0"
@@ -205,20 +212,17 @@ class _SparkRun:
             "classes",
         )
         classes.createOrReplaceTempView("classes")
-        reps = spark.sql(
-            "SELECT e.* FROM eligible AS e JOIN classes AS c ON c.doc_id = e.doc_id "
-            "WHERE c.class_id = c.doc_id"
-        )
-        if settings.method == "supershingles":
-            bands = rows = 0
-        elif settings.bands is not None and settings.rows is not None:
-            bands, rows = settings.bands, settings.rows
-        else:
-            bands, rows = recall_first_bands(settings.threshold, k, settings.band_recall)
-        keys = self.save(
-            reps.select("doc_id", "minhash", "supers").mapInArrow(
-                lambda it: key_batches(it, settings, bands, rows), _spark_schema(KEYS_SCHEMA)
+        # Saved once: the bucket keys and the verification join both read it.
+        reps = self.save(
+            spark.sql(
+                "SELECT e.doc_id, e.minhash, e.supers FROM eligible AS e "
+                "JOIN classes AS c ON c.doc_id = e.doc_id WHERE c.class_id = c.doc_id"
             ),
+            "reps",
+        )
+        reps.createOrReplaceTempView("reps")
+        keys = self.save(
+            reps.mapInArrow(lambda it: key_batches(it, settings), _spark_schema(KEYS_SCHEMA)),
             "bucket_keys",
         )
         keys.createOrReplaceTempView("bucket_keys")
@@ -226,9 +230,6 @@ class _SparkRun:
         candidates = self.save(spark.sql(read_sql("candidates.sql").format(**params)), "candidates")
         stats = spark.sql(read_sql("candidate_stats.sql").format(**params)).collect()[0]
         candidates.createOrReplaceTempView("candidates")
-        self.save(reps.select("doc_id", "minhash", "supers"), "reps").createOrReplaceTempView(
-            "reps"
-        )
         pairs_with_sketches = spark.sql(
             """
             SELECT c.doc_a, c.doc_b, x.minhash AS minhash_a, y.minhash AS minhash_b,
@@ -257,7 +258,7 @@ class _SparkRun:
             """
         )
         self.save(pairs, "pairs")
-        outcome.bands, outcome.rows_per_band = bands, rows
+        outcome.bands, outcome.rows_per_band = band_shape(settings)
         outcome.candidates = self.table("candidates").count()
         outcome.candidates_emitted = int(stats["emitted"])
         outcome.large_buckets = int(stats["large_buckets"])

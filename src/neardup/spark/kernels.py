@@ -23,14 +23,12 @@ from neardup.cluster import (
 from neardup.settings import Settings
 from neardup.sketch import (
     SIGNATURE_DTYPE,
-    band_keys,
     estimate_resemblance,
-    megashingles,
     sketch_arrow,
     supershingle_agreement,
 )
 from neardup.stages.clusters import ASSIGN_SCHEMA
-from neardup.stages.near import VERY_SIMILAR_AGREE
+from neardup.stages.near import VERY_SIMILAR_AGREE, candidate_keys
 
 SKETCH_SCHEMA = pa.schema(
     [
@@ -90,21 +88,19 @@ def sketch_batches(
         )
 
 
-def key_batches(
-    batches: Iterator[pa.RecordBatch], settings: Settings, bands: int, rows: int
-) -> Iterator[pa.RecordBatch]:
-    """Class representatives -> one (table, key, doc) row per bucket table: LSH bands of the
-    signature, or megashingles for the super-shingle method (`stages.near.candidate_keys`)."""
+def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
+    """Class representatives -> one (table, key, doc) row per bucket table, by the embedded
+    engine's `candidate_keys` (LSH bands, or megashingles for the super-shingle method)."""
+    n_ss = settings.supershingle_count if settings.has_supershingles else 0
     for batch in batches:
         n = batch.num_rows
         if not n:
             continue
-        if settings.method == "supershingles":
-            supers = matrix_of(batch.column("supers"), settings.supershingle_count, np.int64)
-            keys = megashingles(supers)
-        else:
-            signature = matrix_of(batch.column("minhash"), settings.num_perm, np.int32)
-            keys = band_keys(signature.view(SIGNATURE_DTYPE), bands, rows)
+        signature = matrix_of(batch.column("minhash"), settings.num_perm, np.int32)
+        supers = matrix_of(batch.column("supers"), n_ss, np.int64)
+        keys, _, _ = candidate_keys(
+            signature.view(SIGNATURE_DTYPE), supers, np.arange(n, dtype=np.int64), settings
+        )
         tables = keys.shape[1]
         docs = np.asarray(batch.column("doc_id"))
         yield pa.RecordBatch.from_arrays(
@@ -117,6 +113,17 @@ def key_batches(
         )
 
 
+def _estimates(batch: pa.RecordBatch, k: int) -> np.ndarray:
+    """Estimated resemblance of the signatures in columns `minhash_a` and `minhash_b`."""
+    return np.asarray(
+        estimate_resemblance(
+            matrix_of(batch.column("minhash_a"), k, np.int32),
+            matrix_of(batch.column("minhash_b"), k, np.int32),
+        ),
+        dtype=np.float64,
+    ).reshape(-1)
+
+
 def verify_batches(
     batches: Iterator[pa.RecordBatch], settings: Settings
 ) -> Iterator[pa.RecordBatch]:
@@ -127,13 +134,7 @@ def verify_batches(
     for batch in batches:
         if not batch.num_rows:
             continue
-        sim = np.asarray(
-            estimate_resemblance(
-                matrix_of(batch.column("minhash_a"), k, np.int32),
-                matrix_of(batch.column("minhash_b"), k, np.int32),
-            ),
-            dtype=np.float64,
-        )
+        sim = _estimates(batch, k)
         if n_ss:
             agree = supershingle_agreement(
                 matrix_of(batch.column("supers_a"), n_ss, np.int64),
@@ -166,13 +167,7 @@ def representative_batches(
     for batch in batches:
         if not batch.num_rows:
             continue
-        sim = np.asarray(
-            estimate_resemblance(
-                matrix_of(batch.column("minhash_a"), k, np.int32),
-                matrix_of(batch.column("minhash_b"), k, np.int32),
-            ),
-            dtype=np.float64,
-        ).reshape(-1)
+        sim = _estimates(batch, k)
         doc = np.asarray(batch.column("doc_id"))
         similarity = np.where(doc == np.asarray(batch.column("cluster_id")), 1.0, sim)
         columns = [batch.column(name) for name in ASSIGN_SCHEMA.names[:-1]]

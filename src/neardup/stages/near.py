@@ -89,16 +89,23 @@ def equivalence_classes(shingle_fp: np.ndarray) -> np.ndarray:
     return first[inverse.reshape(-1)]
 
 
+def band_shape(settings: Settings) -> tuple[int, int]:
+    """(bands, rows) of the LSH tables: as set, or tuned recall first from the threshold;
+    (0, 0) for the super-shingle method, whose tables are megashingles."""
+    if settings.method == "supershingles":
+        return 0, 0
+    if settings.bands is not None and settings.rows is not None:
+        return settings.bands, settings.rows
+    return recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
+
+
 def candidate_keys(
     signatures: np.ndarray, supers: np.ndarray, rows: np.ndarray, settings: Settings
 ) -> tuple[np.ndarray, int, int]:
     """Bucket keys per page: LSH bands, or megashingles; also the (bands, rows) used."""
     if settings.method == "supershingles":
         return megashingles(np.asarray(supers[rows])), 0, 0
-    if settings.bands is not None and settings.rows is not None:
-        b, r = settings.bands, settings.rows
-    else:
-        b, r = recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
+    b, r = band_shape(settings)
     keys = np.empty((rows.size, b), dtype=np.int64)
     for start in range(0, rows.size, CHUNK):
         part = rows[start : start + CHUNK]
