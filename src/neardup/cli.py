@@ -27,10 +27,10 @@ from rich.table import Table
 from neardup import cli_collections, cli_evolution, cli_report, cli_service
 from neardup.cli_output import console, fail, out_console
 from neardup.dedup import write_deduplicated
+from neardup.engine import EngineUnavailableError
 from neardup.ingest.readers import InputError
 from neardup.pipeline import OutputExistsError, scan
 from neardup.settings import Settings, SettingsError
-from neardup.spark.session import SparkUnavailableError
 from neardup.store import RunError, load_settings, load_summary, open_run
 
 app = typer.Typer(
@@ -245,7 +245,7 @@ def _run_scan(
             )
     except (InputError, OutputExistsError, SettingsError, FileNotFoundError, ValueError) as err:
         fail(str(err))
-    except SparkUnavailableError as err:
+    except EngineUnavailableError as err:
         fail(str(err))
     return result.summary
 

@@ -54,14 +54,14 @@ SparkMaster = Annotated[
 
 
 def _connect(run: Path, engine: str = "embedded", spark_master: str | None = None) -> Any:
-    from neardup.relational import ENGINES, connect
-    from neardup.spark.session import SparkUnavailableError
+    from neardup.engine import ENGINES, EngineUnavailableError
+    from neardup.relational import connect
 
     if engine not in ENGINES:
         fail(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     try:
         return connect(run, engine, spark_master)
-    except (RunError, SparkUnavailableError) as err:
+    except (RunError, EngineUnavailableError) as err:
         fail(str(err))
 
 

@@ -23,10 +23,10 @@ import pyarrow as pa
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from neardup.engine import ENGINES
 from neardup.store import open_run
 
 SQL_PACKAGE = "collections_sql"
-ENGINES = ("embedded", "spark")
 
 
 class Connection(Protocol):

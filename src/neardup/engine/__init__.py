@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from neardup.engine.local import LocalEngine, default_workers
-from neardup.engine.stages import ScanEngine, StagesOutcome
+from neardup.engine.stages import EngineUnavailableError, ScanEngine, StagesOutcome
 
 ENGINES = ("embedded", "spark")
 
@@ -37,6 +37,7 @@ def engine_named(
 
 __all__ = [
     "ENGINES",
+    "EngineUnavailableError",
     "LocalEngine",
     "ScanEngine",
     "StagesOutcome",

@@ -23,6 +23,11 @@ from neardup.settings import Settings
 StageTimer = Callable[..., AbstractContextManager[None]]
 
 
+class EngineUnavailableError(RuntimeError):
+    """An engine cannot start here (its package or runtime is missing). Defined with the
+    interface, so callers can catch it without importing the engine."""
+
+
 @dataclass
 class StagesOutcome:
     """The figures of the stages that the scan summary reports."""

@@ -13,6 +13,8 @@ import sys
 import warnings
 from typing import Any
 
+from neardup.engine import EngineUnavailableError
+
 DEFAULT_CONF = {
     # Arrow carries every batch between the JVM and the Python kernels.
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -25,7 +27,7 @@ DEFAULT_CONF = {
 }
 
 
-class SparkUnavailableError(RuntimeError):
+class SparkUnavailableError(EngineUnavailableError):
     """PySpark or Java is missing: the Spark engine cannot start."""
 
 
