@@ -23,7 +23,6 @@ import json
 import mimetypes
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from neardup.ingest.record import RawRecord
 from neardup.pipeline import ScanResult, scan
 from neardup.settings import Settings, SettingsError
 from neardup.sketch import EMPTY_VALUE, band_keys, containment, sketch_text
+from neardup.sql_files import package_sql
 from neardup.store import load_settings, sql_path
 from neardup.store.run import RunError, open_run
 
@@ -63,7 +63,7 @@ class StoreError(RuntimeError):
 
 
 def _sql(name: str) -> str:
-    return resources.files("neardup").joinpath("evolution_sql", name).read_text(encoding="utf-8")
+    return package_sql("evolution_sql", name)
 
 
 def list_crawls(store: str | Path) -> list[dict[str, Any]]:

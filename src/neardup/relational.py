@@ -14,7 +14,6 @@ on the driver).
 from __future__ import annotations
 
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,6 +23,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from neardup.engine import ENGINES
+from neardup.sql_files import sql_folder
 from neardup.store import open_run
 
 SQL_PACKAGE = "collections_sql"
@@ -51,7 +51,7 @@ def dialect_of(con: Connection) -> str:
 def read_sql(name: str, dialect: str = "duckdb") -> str:
     """The text of `neardup/collections_sql/<name>` (package data), or of its variant
     `<stem>.<dialect>.sql` when the step cannot be written once for both engines."""
-    folder = resources.files("neardup").joinpath(SQL_PACKAGE)
+    folder = sql_folder(SQL_PACKAGE)
     if dialect != "duckdb":
         variant = folder.joinpath(name.removesuffix(".sql") + f".{dialect}.sql")
         if variant.is_file():

@@ -24,7 +24,6 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +39,7 @@ from neardup.service.popularity import RedirectGraph
 from neardup.service.tier2 import SignatureStore, agreement_matrix
 from neardup.settings import Settings, SettingsError
 from neardup.sketch import SIGNATURE_DTYPE, fingerprint64, sketch_text
+from neardup.sql_files import package_sql
 
 DB_NAME = "service.duckdb"
 # Test hook: seconds to sleep inside the transaction (after the pages were rewritten, before
@@ -50,7 +50,7 @@ MAX_REDIRECTS = 32
 
 
 def _sql(name: str) -> str:
-    return resources.files("neardup.service").joinpath("sql", name).read_text()
+    return package_sql("service/sql", name)
 
 
 # Each query counts the rows that break one invariant of the stored state.

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +39,7 @@ from neardup.spark.kernels import (
 )
 from neardup.spark.localize import Localizer
 from neardup.spark.session import spark_session
+from neardup.sql_files import package_sql
 from neardup.stages.clusters import ASSIGN_SCHEMA
 from neardup.stages.ingest import LINKS_SCHEMA, PAGE_TEXT_SCHEMA, PAGES_RAW_SCHEMA
 from neardup.stages.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA, band_shape
@@ -48,7 +48,7 @@ SPARK_METHODS = ("minhash", "supershingles")
 
 
 def read_sql(name: str) -> str:
-    return resources.files("neardup.spark").joinpath("sql", name).read_text(encoding="utf-8")
+    return package_sql("spark/sql", name)
 
 
 def check_settings(settings: Settings) -> None:

@@ -10,7 +10,6 @@ never half of one.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 
 from neardup.settings import Settings
 from neardup.sketch import SIGNATURE_DTYPE
+from neardup.sql_files import package_sql
 
 DB_NAME = "neardup.duckdb"
 EXPORTED_TABLES = ("pages", "pairs", "containment", "clusters", "links")
@@ -39,7 +39,7 @@ class RunError(RuntimeError):
 
 
 def read_sql(name: str) -> str:
-    return resources.files("neardup.store").joinpath("sql", name).read_text(encoding="utf-8")
+    return package_sql("store/sql", name)
 
 
 def sql_path(path: Path) -> str:
