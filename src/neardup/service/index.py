@@ -726,17 +726,7 @@ class ServiceIndex:
         parts.sort(key=lambda part: (old_winner not in [members[i] for i in part], -len(part)))
         for n, part in enumerate(parts):
             g = gid if n == 0 else self._new_group()
-            dropped.add(g)
-            urls = [members[i] for i in part]
-            self.groups[g] = set(urls)
-            self.winners[g] = urls[0]
-            wsig = sigs[part[0]]
-            for i, u in zip(part, urls, strict=True):
-                p = self.pages[u]
-                verified = bool(i == part[0] or (sigs[i] == wsig).mean() >= self.threshold)
-                if p.group_id != g or p.verified != verified:
-                    dirty.add(u)
-                p.group_id, p.verified = g, verified
+            self._install(g, part, members, sigs, dirty, dropped)
         return int(len(parts) > 1)
 
     def _recompute_components(self, seeds: set[int], dirty: set[str], dropped: set[int]) -> int:
@@ -795,20 +785,33 @@ class ServiceIndex:
             dropped.add(g)
         parts.sort(key=lambda part: (-len(part), members[part[0]]))
         for part in parts:
-            urls = [members[i] for i in part]
-            g = old_of[urls[0]]
+            g = old_of[members[part[0]]]
             if g is None or g in self.groups:
                 g = self._new_group()
-            dropped.add(g)
-            self.groups[g] = set(urls)
-            self.winners[g] = urls[0]
-            wsig = sigs[part[0]]
-            for i, u in zip(part, urls, strict=True):
-                p = self.pages[u]
-                verified = bool(i == part[0] or (sigs[i] == wsig).mean() >= self.threshold)
-                if p.group_id != g or p.verified != verified:
-                    dirty.add(u)
-                p.group_id, p.verified = g, verified
+            self._install(g, part, members, sigs, dirty, dropped)
+
+    def _install(
+        self,
+        g: int,
+        part: list[int],
+        members: list[str],
+        sigs: np.ndarray,
+        dirty: set[str],
+        dropped: set[int],
+    ) -> None:
+        """Make `part` (positions into `members`, winner first) group `g`: each loser is
+        verified against the winner, and pages whose group or verdict changed are dirty."""
+        dropped.add(g)
+        urls = [members[i] for i in part]
+        self.groups[g] = set(urls)
+        self.winners[g] = urls[0]
+        wsig = sigs[part[0]]
+        for i, u in zip(part, urls, strict=True):
+            p = self.pages[u]
+            verified = bool(i == part[0] or (sigs[i] == wsig).mean() >= self.threshold)
+            if p.group_id != g or p.verified != verified:
+                dirty.add(u)
+            p.group_id, p.verified = g, verified
 
     # ---------------------------------------------------------------- writes
 
