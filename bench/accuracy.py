@@ -38,7 +38,7 @@ _P = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _fallback_canonicalize(text: str) -> str:
-    """FALLBACK ONLY (used when neardup.sketch is unavailable): lower-cased alphanumeric
+    """FALLBACK ONLY (used when neardup.kernels is unavailable): lower-cased alphanumeric
     words joined by single spaces, close to the project's canonical form."""
     out = "".join(ch.lower() if ch.isalnum() else " " for ch in text)
     return " ".join(out.split())
@@ -82,15 +82,15 @@ def shingle_backend() -> tuple[Callable[[str], str], Callable[..., np.ndarray], 
     """(canonicalize, shingle_hashes, name): the project's own functions when importable,
     so the benchmark measures against exactly the shingles the pipeline uses."""
     try:
-        from neardup.sketch import canonicalize, shingle_hashes
+        from neardup.kernels import canonicalize, shingle_hashes
     except ImportError:
         if str(SRC) not in sys.path:
             sys.path.insert(0, str(SRC))
         try:
-            from neardup.sketch import canonicalize, shingle_hashes
+            from neardup.kernels import canonicalize, shingle_hashes
         except ImportError:
             return _fallback_canonicalize, _fallback_shingle_hashes, "fallback"
-    return canonicalize, shingle_hashes, "neardup.sketch"
+    return canonicalize, shingle_hashes, "neardup.kernels"
 
 
 def shingle_sets(

@@ -20,7 +20,7 @@ LLVM 14's manual is not in ../shared/data/docs; `--fetch` makes it from Debian's
 others) into --cache, outside the repository.
 
 For query latency, a ~1M-page crawl is made of generated documents: 200-word windows of the
-real manual text at random offsets, sketched with neardup.sketch (no HTML, no scan), indexed
+real manual text at random offsets, sketched with neardup.kernels (no HTML, no scan), indexed
 with the store's band index; 1000 queries (windows with 2 % of the words replaced) are timed.
 
     .venv/bin/python bench/evolution_bench.py [--fetch] [--pages 1000000] [--mirrors]
@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from docs_crawl import MANUALS, docs_pages
 
 from neardup import evolution as evo
+from neardup.kernels import sketch_texts
 from neardup.settings import Settings
-from neardup.sketch import sketch_texts
 from neardup.store import open_run
 
 MOVED = 20

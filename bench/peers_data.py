@@ -152,7 +152,7 @@ def generate(pool: list[str], n_docs: int, seed: int = 0) -> Corpus:
 
 
 def _shingle_set(text: str) -> np.ndarray:
-    from neardup.sketch import canonicalize, shingle_hashes
+    from neardup.kernels import canonicalize, shingle_hashes
 
     return np.unique(np.asarray(shingle_hashes(canonicalize(text), 5, False, 1)))
 

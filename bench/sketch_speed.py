@@ -53,16 +53,16 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from neardup.settings import Settings  # noqa: E402
-from neardup.sketch import (  # noqa: E402
+from neardup.kernels import (  # noqa: E402
     canonicalize,
     minhash_packed,
     sketch_arrow,
     sketch_batch,
     sketch_texts,
 )
-from neardup.sketch.shingles import packed_shingles  # noqa: E402
-from neardup.sketch.tokens import pack_texts  # noqa: E402
+from neardup.kernels.shingles import packed_shingles  # noqa: E402
+from neardup.kernels.tokens import pack_texts  # noqa: E402
+from neardup.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT.parent.parent / "shared" / "data" / "docs"

@@ -7,8 +7,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 neardup demo-crawl demo/crawl --force
 neardup scan demo/crawl/warc/*.warc.gz --out demo/run --force
 neardup clusters demo/run --top 10
-neardup dedup --run demo/run --out demo/clean
+neardup dedup --run demo/run --out demo/clean --force
 neardup collections demo/run --top 5
 neardup mirrors demo/run
-neardup report demo/run -o demo/report.html
+neardup report demo/run -o demo/report.html --force
 echo "open demo/report.html, or explore with: .venv/bin/neardup ui demo/run"

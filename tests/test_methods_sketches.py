@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 from neardup.candidates.shared import shared_pairs
-from neardup.settings import Settings, SettingsError
-from neardup.sketch.broder import (
+from neardup.kernels.broder import (
     min_s,
     min_s_compare,
     mod_m,
     mod_m_compare,
     sorted_sketch_supershingles,
 )
-from neardup.sketch.chunks import chunk_fingerprints
-from neardup.sketch.hashing import mix64_scalar
-from neardup.sketch.simhash import block_bounds, block_keys, hamming, simhash
+from neardup.kernels.chunks import chunk_fingerprints
+from neardup.kernels.hashing import mix64_scalar
+from neardup.kernels.simhash import block_bounds, block_keys, hamming, simhash
+from neardup.settings import Settings, SettingsError
 
 TEXT = "A b.\nc d\n\n  ---  \ne f! G h\ni j\n"  # 5 lines with words: a b | c d | e f g h | i j
 
@@ -129,8 +129,8 @@ def test_simhash_and_hamming_by_hand() -> None:
     assert hamming(0, -1) == 64
     assert hamming(np.array([1, 3]), np.array([1, 0])).tolist() == [0, 2]
     # one shingle: every bit gets one vote, so the SimHash is that shingle's mixed value
-    from neardup.sketch.hashing import derive_seed
-    from neardup.sketch.simhash import TAG_SIMHASH
+    from neardup.kernels.hashing import derive_seed
+    from neardup.kernels.simhash import TAG_SIMHASH
 
     x = 12345
     expected = int(mix64_scalar(x ^ int(derive_seed(1, TAG_SIMHASH))))

@@ -215,8 +215,10 @@ def test_report_command_on_a_store(three_crawls: Path, tmp_path: Path) -> None:
 
 
 def test_empty_store_is_refused(tmp_path: Path) -> None:
-    (tmp_path / evo.CRAWLS_FILE).write_text(json.dumps({"crawls": []}))
-    result = CliRunner().invoke(app, ["report", str(tmp_path), "-o", str(tmp_path / "r.html")])
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / evo.CRAWLS_FILE).write_text(json.dumps({"crawls": []}))
+    result = CliRunner().invoke(app, ["report", str(store), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2 and "holds no crawl" in result.output
 
 

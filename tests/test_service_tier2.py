@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup.kernels import sketch_texts
 from neardup.service import (
     LengthMap,
     PageUpdate,
@@ -22,7 +23,6 @@ from neardup.service import (
 )
 from neardup.service.tier2 import agreement_matrix, all_pairs
 from neardup.settings import Settings
-from neardup.sketch import sketch_texts
 
 
 def doc(tag: str, n: int = 300, extra: str = "") -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.settings import Settings, SettingsError
-from neardup.sketch import (
+from neardup.kernels import (
     CommonShingles,
     canonicalize,
     doc_shingle_counts,
@@ -14,6 +13,7 @@ from neardup.sketch import (
     sketch_batch,
     sketch_text,
 )
+from neardup.settings import Settings, SettingsError
 
 S = Settings(shingle_size=2, max_shingle_df=2)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import xxhash
 
-from neardup.sketch import as_int64, fingerprint64
-from neardup.sketch.hashing import derive_seeds, hash_row_segments
+from neardup.kernels import as_int64, fingerprint64
+from neardup.kernels.hashing import derive_seeds, hash_row_segments
 
 
 def test_fingerprint64_is_signed_xxh3() -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from neardup.sketch import SIGNATURE_DTYPE, band_keys, candidate_probability, optimal_bands
+from neardup.kernels import SIGNATURE_DTYPE, band_keys, candidate_probability, optimal_bands
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])

@@ -7,8 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from neardup.settings import Settings
-from neardup.sketch import (
+from neardup.kernels import (
     EMPTY_VALUE,
     SIGNATURE_DTYPE,
     canonicalize,
@@ -21,6 +20,7 @@ from neardup.sketch import (
     sketch_batch,
     sketch_text,
 )
+from neardup.settings import Settings
 
 VOCAB = [f"w{i}" for i in range(5000)]
 
@@ -212,7 +212,7 @@ def test_minhash_packed_rows() -> None:
 
 
 def test_fused_raw_text_path_equals_canonical_path() -> None:
-    from neardup.sketch import sketch_texts
+    from neardup.kernels import sketch_texts
 
     rng = random.Random(4)
     raw = ["", "  ,; ", "Hello, <b>World</b>!", "ΟΔΟΣ İstanbul ünïcode"]
@@ -228,7 +228,7 @@ def test_fused_raw_text_path_equals_canonical_path() -> None:
 def test_arrow_input_equals_python_strings() -> None:
     import pyarrow as pa
 
-    from neardup.sketch import doc_shingle_counts, doc_shingle_counts_arrow, sketch_arrow
+    from neardup.kernels import doc_shingle_counts, doc_shingle_counts_arrow, sketch_arrow
 
     rng = random.Random(8)
     raw = ["Hello, <b>World</b>!", None, "", "ΟΔΟΣ İstanbul ünïcode"]

@@ -7,8 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from neardup.settings import Settings
-from neardup.sketch import (
+from neardup.kernels import (
     canonicalize,
     megashingle_pairs,
     megashingles,
@@ -17,6 +16,7 @@ from neardup.sketch import (
     supershingle_probability,
     supershingles,
 )
+from neardup.settings import Settings
 
 
 def _doc(rng: random.Random, n: int = 400) -> str:

@@ -8,11 +8,11 @@ import unicodedata
 
 import pytest
 
-from neardup.sketch import canonicalize, canonicalize_batch
+from neardup.kernels import canonicalize, canonicalize_batch
 
 
 def reference(text: str) -> str:
-    """The definition in neardup.sketch.tokens, one character at a time."""
+    """The definition in neardup.kernels.tokens, one character at a time."""
     words: list[str] = []
     current: list[str] = []
     for ch in text:

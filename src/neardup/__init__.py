@@ -20,7 +20,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "scan": "neardup.pipeline",
     "ScanResult": "neardup.pipeline",
-    "OutputExistsError": "neardup.pipeline",
+    "OutputError": "neardup.store.outputs",
+    "OutputExistsError": "neardup.store.outputs",
     "Settings": "neardup.settings",
     "SettingsError": "neardup.settings",
     "write_deduplicated": "neardup.dedup",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neardup.kernels import Sketch, canonicalize, containment, jaccard, shingle_hashes, sketch_text
 from neardup.settings import Settings
-from neardup.sketch import Sketch, canonicalize, containment, jaccard, shingle_hashes, sketch_text
 
 
 def shingle_set(text: str, settings: Settings | None = None) -> np.ndarray:

@@ -7,7 +7,6 @@ Every command has a Python API counterpart (`neardup.scan`, `neardup.write_dedup
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,12 +25,24 @@ from rich.table import Table
 
 from neardup import cli_collections, cli_evolution, cli_report, cli_service
 from neardup.cli_output import console, fail, out_console
-from neardup.dedup import write_deduplicated
+from neardup.dedup import scan_and_deduplicate, write_deduplicated
 from neardup.engine import EngineUnavailableError
 from neardup.ingest.readers import InputError
-from neardup.pipeline import OutputExistsError, scan
+from neardup.pipeline import scan
 from neardup.settings import Settings, SettingsError
 from neardup.store import RunError, load_settings, load_summary, open_run
+from neardup.store.outputs import OutputError
+
+# What a scan can refuse before or during its work: each becomes one line and exit 2.
+SCAN_ERRORS = (
+    InputError,
+    OutputError,
+    SettingsError,
+    RunError,
+    EngineUnavailableError,
+    FileNotFoundError,
+    ValueError,
+)
 
 app = typer.Typer(
     help="Find near-duplicate pages, mirrors and replicated collections in web crawls.",
@@ -243,9 +254,7 @@ def _run_scan(
                 progress=progress,
                 engine=runner,
             )
-    except (InputError, OutputExistsError, SettingsError, FileNotFoundError, ValueError) as err:
-        fail(str(err))
-    except EngineUnavailableError as err:
+    except SCAN_ERRORS as err:
         fail(str(err))
     return result.summary
 
@@ -264,7 +273,7 @@ def _add_crawl(
 
     try:
         result = add_crawl(inputs, store, label, settings, workers, base_url, force)
-    except (StoreError, InputError, OutputExistsError, SettingsError, FileNotFoundError) as err:
+    except (StoreError, InputError, OutputError, SettingsError, FileNotFoundError) as err:
         fail(str(err))
     return result.summary
 
@@ -427,30 +436,37 @@ def dedup_command(
     preset: Preset = None,
     workers: Workers = None,
     base_url: BaseUrl = None,
-    force: Annotated[bool, typer.Option(help="replace an existing scan in OUT/scan")] = False,
+    force: Annotated[
+        bool, typer.Option(help="replace an earlier dedup output in OUT (never other files)")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Write INPUTS without their non-representative near-duplicates, plus keep/remove lists."""
-    if run is None:
-        if not inputs:
-            fail("give inputs to scan, or --run with a finished scan")
-        try:
+    try:
+        if run is None:
+            if not inputs:
+                fail("give inputs to scan, or --run with a finished scan")
             # deduplication needs no link graph: skip extracting it
             settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
-        except SettingsError as err:
-            fail(str(err))
-        run = out / "scan"
-        _run_scan(list(inputs), run, settings, workers, base_url, force, quiet)
-    else:
-        try:
+            with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
+                _, result = scan_and_deduplicate(
+                    [str(p) for p in inputs],
+                    out,
+                    settings,
+                    force,
+                    workers=workers,
+                    base_url=base_url,
+                    progress=progress,
+                )
+        else:
             load_settings(run)
-        except RunError as err:
-            fail(str(err))
-        if inputs:
-            recorded = {str(Path(p)) for p in load_summary(run).get("inputs", [])}
-            if {str(p) for p in inputs} != recorded:
-                fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
-    result = write_deduplicated(run, out)
+            if inputs:
+                recorded = {str(Path(p)) for p in load_summary(run).get("inputs", [])}
+                if {str(p) for p in inputs} != recorded:
+                    fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
+            result = write_deduplicated(run, out, force)
+    except SCAN_ERRORS as err:
+        fail(str(err))
     table = Table(title=f"neardup dedup → {out}", show_header=False, title_justify="left")
     table.add_column("what", overflow="fold")
     table.add_column("value", overflow="fold")
@@ -472,17 +488,18 @@ def demo_crawl_command(
     out: Annotated[Path, typer.Argument(help="directory to write the crawl into")],
     pages: Annotated[int, typer.Option(help="documents on the primary site")] = 250,
     seed: Annotated[int, typer.Option(help="random seed (same seed, same bytes)")] = 0,
-    force: Annotated[bool, typer.Option(help="write into a non-empty directory")] = False,
+    force: Annotated[
+        bool, typer.Option(help="replace an earlier demo crawl in OUT (never other files)")
+    ] = False,
 ) -> None:
     """Generate a realistic multi-host crawl offline (mirrors, stale and partial copies,
     aliases, unrelated pages, redirects, errors, revisits), with its ground truth."""
     from neardup.synth import generate_demo_crawl
 
-    if out.exists() and any(out.iterdir()) and not force:
-        fail(f"{out} is not empty; pass --force to write into it")
-    if out.exists() and force:
-        shutil.rmtree(out)
-    crawl = generate_demo_crawl(out, n_docs=pages, seed=seed)
+    try:
+        crawl = generate_demo_crawl(out, n_docs=pages, seed=seed, force=force)
+    except (OutputError, ValueError) as err:
+        fail(str(err))
     out_console.print(
         f"wrote {crawl.warc_records:,} WARC records in {len(crawl.warc_paths)} files under "
         f"{out / 'warc'} ({crawl.seconds:.1f}s); truth in {out / 'truth.csv'}"

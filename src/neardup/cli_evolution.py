@@ -21,9 +21,9 @@ from neardup import evolution as evo
 from neardup.cli_output import fail, out_console
 from neardup.cross_crawl import cross_crawl_clusters
 from neardup.ingest.readers import InputError
-from neardup.pipeline import OutputExistsError
 from neardup.settings import Settings, SettingsError
 from neardup.store import RunError
+from neardup.store.outputs import OutputError
 
 StoreOpt = Annotated[Path, typer.Option("--store", "-s", help="store folder (crawls.json)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
@@ -32,7 +32,7 @@ ERRORS = (
     RunError,
     SettingsError,
     InputError,
-    OutputExistsError,
+    OutputError,
     FileNotFoundError,
 )
 

@@ -14,6 +14,7 @@ import typer
 
 from neardup.cli_output import console, fail, out_console
 from neardup.store import RunError
+from neardup.store.outputs import OutputError
 
 RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
 ReportArg = Annotated[
@@ -36,14 +37,17 @@ def report_command(
             "--avoid/--no-avoid", help="include the avoid-list savings (computed if absent)"
         ),
     ] = True,
+    force: Annotated[
+        bool, typer.Option(help="replace an earlier neardup report (never another file)")
+    ] = False,
 ) -> None:
     """Write an HTML report of RUN: replication, cluster sizes, collections, mirrors,
     thresholds and savings, in one offline file."""
     from neardup.report import write_report
 
     try:
-        path = write_report(run, out, top=top, with_avoid=avoid)
-    except RunError as err:
+        path = write_report(run, out, top=top, with_avoid=avoid, force=force)
+    except (RunError, OutputError) as err:
         fail(str(err))
     out_console.print(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB)", highlight=False)
 

@@ -50,42 +50,13 @@ def register(app: typer.Typer) -> None:
         (a link can come after the page it points to); redirects pass theirs on to their
         target when winners are chosen.
         """
-        from collections import Counter
+        from neardup.cli_output import fail
+        from neardup.ingest.readers import InputError
+        from neardup.service.feed import add_files
+        from neardup.settings import SettingsError
+        from neardup.store.outputs import OutputError
 
-        from neardup.ingest import extract_page, iter_records
-        from neardup.service.index import PageUpdate, ServiceIndex
-
-        totals: dict[str, float] = {}
-        inlinks: Counter[str] = Counter()
-        seen: set[str] = set()
-        with ServiceIndex(store) as ix:
-            pending: list[PageUpdate] = []
-
-            def flush() -> None:
-                if pending:
-                    for k, v in ix.apply(pending).to_dict().items():
-                        totals[k] = totals.get(k, 0) + v
-                    pending.clear()
-
-            for rec in iter_records(inputs):
-                if not rec.url:
-                    continue
-                if rec.redirect_to:
-                    pending.append(PageUpdate(rec.url, redirect_to=rec.redirect_to))
-                else:
-                    page = extract_page(rec, links=links)
-                    if page.skipped_reason or not page.text:
-                        continue
-                    inlinks.update({u.split("#")[0] for u in page.links} - {rec.url})
-                    pending.append(PageUpdate(rec.url, text=page.text))
-                seen.add(rec.url)
-                if len(pending) >= batch:
-                    flush()
-            flush()
-            if links:
-                for url in sorted(u for u in seen if inlinks.get(u)):
-                    pending.append(PageUpdate(url, links_in=inlinks[url]))
-                    if len(pending) >= batch:
-                        flush()
-                flush()
-            typer.echo(json.dumps({**totals, **ix.counts()}))
+        try:
+            typer.echo(json.dumps(add_files(store, inputs, batch, links)))
+        except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
+            fail(str(err))

@@ -20,7 +20,7 @@ from neardup.candidates import bucket_candidates, unpack_pairs
 from neardup.candidates.tuning import recall_first_bands
 from neardup.cluster import Graph, core_clusters
 from neardup.evolution import StoreError, list_crawls
-from neardup.sketch import band_keys, estimate_resemblance
+from neardup.kernels import band_keys, estimate_resemblance
 from neardup.store import load_settings
 
 OUTPUT = "cross_clusters.parquet"

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -22,7 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.ingest import detect_input_kind
+from neardup.pipeline import ScanResult, scan
+from neardup.settings import Settings
 from neardup.store import RunError, load_summary, open_run, read_sql
+from neardup.store.outputs import replacing_folder
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -137,20 +141,53 @@ def _write_lists(con: duckdb.DuckDBPyConnection, out: Path) -> tuple[int, int]:
     return kept.num_rows, removed.num_rows
 
 
-def write_deduplicated(run: str | Path, out: str | Path) -> DedupResult:
-    """Write every input of `run` to `out` without its removed near-duplicates."""
-    run, out = Path(run), Path(out)
+def write_deduplicated(run: str | Path, out: str | Path, force: bool = False) -> DedupResult:
+    """Write every input of `run` to `out` without its removed near-duplicates.
+
+    `out` may not overlap the inputs or the run; it is built beside and renamed into place,
+    and `force` replaces only an earlier dedup output (see `neardup.store.outputs`)."""
+    run = Path(run)
     inputs = load_summary(run).get("inputs", [])
     if not inputs:
         raise RunError(f"{run} does not record its inputs")
-    out.mkdir(parents=True, exist_ok=True)
+    with replacing_folder(out, "dedup", [*inputs, run], force) as staging:
+        result = _write_into(run, staging, inputs)
+    return _relocated(result, staging, Path(out))
+
+
+def scan_and_deduplicate(
+    inputs: list[str | Path],
+    out: str | Path,
+    settings: Settings | None = None,
+    force: bool = False,
+    **scan_options: Any,
+) -> tuple[ScanResult, DedupResult]:
+    """Scan `inputs` into `out/scan` and write their deduplicated copy into `out`, as one
+    output: a failure at any step leaves `out` as it was."""
+    paths = [str(p) for p in inputs]
+    settings = settings or Settings(extract_links=False)
+    with replacing_folder(out, "dedup", paths, force) as staging:
+        scanned = scan(paths, staging / "scan", settings, **scan_options)
+        result = _write_into(scanned.path, staging, paths)
+    scanned.path = Path(out) / "scan"
+    return scanned, _relocated(result, staging, Path(out))
+
+
+def _relocated(result: DedupResult, staging: Path, out: Path) -> DedupResult:
+    """The result with the staging folder's paths replaced by the final ones."""
+    result.out = out
+    result.files = {k: str(out / Path(v).relative_to(staging)) for k, v in result.files.items()}
+    return result
+
+
+def _write_into(run: Path, out: Path, inputs: list[str]) -> DedupResult:
     result = DedupResult(out=out)
     con = open_run(run)
     try:
         result.kept, result.removed = _write_lists(con, out)
         removed = _removed_offsets(con)
         result.companions_removed = sum(len(v) for v in removed.values()) - result.removed
-        used: set[str] = set()
+        used: set[str] = {"scan"}
         for raw in inputs:
             src = Path(raw)
             dst = out / _output_name(src, used)
@@ -169,8 +206,10 @@ def write_deduplicated(run: str | Path, out: str | Path) -> DedupResult:
                     raise ValueError(f"unsupported input kind {kind}")
                 result.files[raw] = str(dst)
             except (OSError, ValueError) as err:
-                if dst.exists() and dst.is_file():
+                if dst.is_file():
                     dst.unlink()
+                elif dst.is_dir():
+                    shutil.rmtree(dst)
                 result.not_written[raw] = str(err)
     finally:
         con.close()

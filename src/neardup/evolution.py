@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import mimetypes
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,14 +34,16 @@ from neardup.api import shingle_set
 from neardup.candidates.tuning import recall_first_bands
 from neardup.ingest.extract import extract_page
 from neardup.ingest.record import RawRecord
+from neardup.kernels import EMPTY_VALUE, band_keys, containment, sketch_text
 from neardup.pipeline import ScanResult, scan
 from neardup.settings import Settings, SettingsError
-from neardup.sketch import EMPTY_VALUE, band_keys, containment, sketch_text
 from neardup.sql_files import package_sql
 from neardup.store import load_settings, sql_path
+from neardup.store.outputs import open_folder, replace_file_atomically
 from neardup.store.run import RunError, open_run
 
 CRAWLS_FILE = "crawls.json"
+STORE_KIND = "store of crawls"
 INDEX_KEYS = "band_keys.npy"
 INDEX_ROWS = "band_rows.npy"
 INDEX_META = "band_index.json"
@@ -90,9 +91,8 @@ def crawl_dir(store: str | Path, label: str | None = None) -> Path:
 
 def _write_crawls(store: Path, crawls: list[dict[str, Any]]) -> None:
     """Atomically: a reader sees the old list or the new one, never half a file."""
-    tmp = store / f".{CRAWLS_FILE}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps({"crawls": crawls}, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, store / CRAWLS_FILE)
+    text = json.dumps({"crawls": crawls}, indent=2) + "\n"
+    replace_file_atomically(store / CRAWLS_FILE, text.encode("utf-8"))
 
 
 def add_crawl(
@@ -112,6 +112,7 @@ def add_crawl(
     if not label or "/" in label or label.startswith("."):
         raise StoreError(f"bad crawl label {label!r}: use a plain name such as 2024-04")
     store = Path(store)
+    open_folder(store, STORE_KIND, inputs)  # never a folder of the user's, never an input
     settings = settings or Settings()
     crawls = list_crawls(store)
     for entry in crawls:

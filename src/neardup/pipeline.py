@@ -10,8 +10,6 @@ half-written run.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,10 +24,7 @@ from neardup.ingest import detect_input_kind
 from neardup.progress import Progress, SilentProgress
 from neardup.settings import Settings
 from neardup.store import build_store
-
-
-class OutputExistsError(FileExistsError):
-    """The output directory holds something and replacing it was not asked for."""
+from neardup.store.outputs import check_folder, replacing_folder
 
 
 @dataclass
@@ -42,29 +37,6 @@ class ScanResult:
     @property
     def stage_seconds(self) -> dict[str, float]:
         return self.summary.get("stage_seconds", {})
-
-
-def _prepare_output(out: Path, force: bool) -> Path:
-    if out.exists() and not out.is_dir():
-        raise OutputExistsError(f"{out} exists and is not a directory")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise OutputExistsError(f"{out} is not empty; pass force=True (--force) to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.staging-{os.getpid()}"
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir()
-    return staging
-
-
-def _publish(staging: Path, out: Path) -> None:
-    """Swap the finished staging directory into place."""
-    old = out.parent / f".{out.name}.old-{os.getpid()}"
-    if out.exists():
-        out.rename(old)
-    staging.rename(out)
-    if old.exists():
-        shutil.rmtree(old)
 
 
 def scan(
@@ -93,7 +65,7 @@ def scan(
         if "://" not in path:  # a URI is for Spark's file systems to open
             detect_input_kind(path)  # fails early, before any work, on an unreadable input
     out = Path(out)
-    staging = _prepare_output(out, force)
+    check_folder(out, "run", paths, force)  # refuse before any work
     times: dict[str, float] = {}
     started = time.perf_counter()
 
@@ -106,7 +78,7 @@ def scan(
         progress.done()
         times[key] = time.perf_counter() - t
 
-    try:
+    with replacing_folder(out, "run", paths, force) as staging:
         outcome = runner.run_stages(paths, staging, settings, base_url, stage, progress)
         with stage("store", "store"):
             summary = build_store(staging, settings, workers=outcome.workers)
@@ -140,8 +112,4 @@ def scan(
         (staging / "summary.json").write_text(
             json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
         )
-        _publish(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return ScanResult(path=out, summary=summary)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from neardup.sketch.hashing import U64, mix64
+from neardup.kernels.hashing import U64, mix64
 
 _ICEBERG_SEED = U64(0x5851F42D4C957F2D)
 

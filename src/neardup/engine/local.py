@@ -12,8 +12,8 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing import get_context
-from typing import TypeVar
+from multiprocessing import context, popen_forkserver, spawn
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -25,6 +25,44 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+class _PopenWithoutMain(popen_forkserver.Popen):
+    """A forkserver child that does not re-run the parent's main script.
+
+    multiprocessing normally imports the parent's `__main__` in every child so that
+    functions defined there can be unpickled. Ours never are (the tasks are neardup's own
+    functions), and re-running a user's script that calls `neardup.scan` at module level,
+    without an `if __name__ == "__main__":` guard, would start a scan inside every worker
+    and break the pool. Leaving the main module out of the preparation data removes the
+    need for the guard."""
+
+    def _launch(self, process_obj: Any) -> None:
+        original = spawn.get_preparation_data
+
+        def without_main(name: str) -> dict[str, Any]:
+            data = original(name)
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+            return data
+
+        spawn.get_preparation_data = without_main
+        try:
+            super()._launch(process_obj)
+        finally:
+            spawn.get_preparation_data = original
+
+
+class _ProcessWithoutMain(context.ForkServerProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> _PopenWithoutMain:
+        return _PopenWithoutMain(process_obj)
+
+
+class _ContextWithoutMain(context.ForkServerContext):
+    """forkserver (no DuckDB or numba threads inherited from the parent), minus `__main__`."""
+
+    Process = _ProcessWithoutMain
 
 
 class LocalEngine:
@@ -48,9 +86,8 @@ class LocalEngine:
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            # forkserver avoids inheriting DuckDB/numba threads from the parent process.
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=get_context("forkserver")
+                max_workers=self.workers, mp_context=_ContextWithoutMain()
             )
         return self._pool
 

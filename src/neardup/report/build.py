@@ -15,6 +15,7 @@ from neardup.report.analyses import load_link_analyses
 from neardup.report.evolution import evolution_section, report_target
 from neardup.report.templates import environment, script_json
 from neardup.store import load_settings, load_summary, open_run
+from neardup.store.outputs import replacing_file
 
 TEMPLATE = "report.html.j2"
 MAX_COLLECTION_POINTS = 5000  # the scatter plot; the table shows the top rows only
@@ -132,9 +133,13 @@ def render_report(run: str | Path, top: int = 20, with_avoid: bool = True) -> st
     )
 
 
-def write_report(run: str | Path, out: str | Path, top: int = 20, with_avoid: bool = True) -> Path:
-    """Write the report of `run` to `out` (an .html file); returns the path."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(run, top, with_avoid), encoding="utf-8")
-    return out
+def write_report(
+    run: str | Path, out: str | Path, top: int = 20, with_avoid: bool = True, force: bool = False
+) -> Path:
+    """Write the report of `run` to `out` (an .html file); returns the path.
+
+    `out` may not lie inside the run, and replaces only an earlier neardup report, with
+    `force` (see `neardup.store.outputs`)."""
+    with replacing_file(out, [run], force) as tmp:
+        tmp.write_text(render_report(run, top, with_avoid), encoding="utf-8")
+    return Path(out)

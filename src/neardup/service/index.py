@@ -34,14 +34,16 @@ import pyarrow as pa
 
 from neardup.candidates.tuning import recall_first_bands
 from neardup.ingest import RawRecord, extract_page
+from neardup.kernels import SIGNATURE_DTYPE, fingerprint64, sketch_text
 from neardup.service.lengths import LengthMap, dim_lengths
 from neardup.service.popularity import RedirectGraph
 from neardup.service.tier2 import SignatureStore, agreement_matrix
 from neardup.settings import Settings, SettingsError
-from neardup.sketch import SIGNATURE_DTYPE, fingerprint64, sketch_text
 from neardup.sql_files import package_sql
+from neardup.store.outputs import open_folder
 
 DB_NAME = "service.duckdb"
+SERVICE_KIND = "service index"
 # Test hook: seconds to sleep inside the transaction (after the pages were rewritten, before
 # the group rows), printing a marker first, so a test can kill the process mid-batch.
 SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
@@ -273,7 +275,7 @@ class ServiceIndex:
         options: ServiceOptions | None = None,
     ) -> None:
         self.store = Path(store)
-        self.store.mkdir(parents=True, exist_ok=True)
+        open_folder(self.store, SERVICE_KIND)  # never a folder of the user's
         self.path = self.store / DB_NAME
         self.con = duckdb.connect(str(self.path))
         self.lock = threading.RLock()

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from neardup.sketch.hashing import U64, derive_seed, mix64
-from neardup.sketch.shingles import scratch_capacity, shingle_params, token_hashes
-from neardup.sketch.tokens import canonicalize_packed, pack_texts
+from neardup.kernels.hashing import U64, derive_seed, mix64
+from neardup.kernels.shingles import scratch_capacity, shingle_params, token_hashes
+from neardup.kernels.tokens import canonicalize_packed, pack_texts
 
 TAG_SUBDICT = 101  # seed tag of the word -> sub-dictionary hash (distinct from sketch tags)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from neardup.kernels import SIGNATURE_DTYPE, band_keys
 from neardup.service.lengths import LengthMap
-from neardup.sketch import SIGNATURE_DTYPE, band_keys
 
 REFIT_GROWTH = 1.25  # re-slice the length grid when the live rows grew or shrank this much
 

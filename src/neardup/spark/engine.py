@@ -43,6 +43,7 @@ from neardup.sql_files import package_sql
 from neardup.stages.clusters import ASSIGN_SCHEMA
 from neardup.stages.ingest import LINKS_SCHEMA, PAGE_TEXT_SCHEMA, PAGES_RAW_SCHEMA
 from neardup.stages.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA, band_shape
+from neardup.store.outputs import open_folder
 
 SPARK_METHODS = ("minhash", "supershingles")
 
@@ -115,6 +116,8 @@ class SparkEngine:
         progress: Progress,
     ) -> StagesOutcome:
         check_settings(settings)
+        if self.work is not None:  # Spark overwrites its table folders there: never a user's
+            open_folder(self.work, "spark work folder", inputs)
         with stage("spark", "start Spark"):
             spark = spark_session(self.master, self.conf)
         run = _SparkRun(spark, self.work or staging / "spark", staging, settings)

@@ -20,13 +20,13 @@ from neardup.cluster import (
     connected_components,
     core_clusters,
 )
-from neardup.settings import Settings
-from neardup.sketch import (
+from neardup.kernels import (
     SIGNATURE_DTYPE,
     estimate_resemblance,
     sketch_arrow,
     supershingle_agreement,
 )
+from neardup.settings import Settings
 from neardup.stages.clusters import ASSIGN_SCHEMA
 from neardup.stages.near import VERY_SIMILAR_AGREE, candidate_keys
 

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.kernels import SIGNATURE_DTYPE
 from neardup.settings import Settings
-from neardup.sketch import SIGNATURE_DTYPE
 from neardup.spark.kernels import matrix_of
 from neardup.stages.sketch import SKETCHES_SCHEMA
 from neardup.store import sql_path

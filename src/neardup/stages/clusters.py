@@ -23,8 +23,8 @@ from neardup.cluster import (
     connected_components,
     core_clusters,
 )
+from neardup.kernels import estimate_resemblance
 from neardup.settings import Settings
-from neardup.sketch import estimate_resemblance
 from neardup.stages.near import NearResult
 
 ASSIGN_SCHEMA = pa.schema(

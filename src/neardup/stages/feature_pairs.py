@@ -25,9 +25,9 @@ import numpy as np
 
 from neardup.candidates import bucket_candidates, unpack_pairs
 from neardup.candidates.shared import shared_pairs
+from neardup.kernels.broder import min_s_estimates, mod_m_estimates
+from neardup.kernels.simhash import block_keys, hamming
 from neardup.settings import Settings
-from neardup.sketch.broder import min_s_estimates, mod_m_estimates
-from neardup.sketch.simhash import block_keys, hamming
 from neardup.stages.features import Features
 
 SIMHASH_BUCKET_PAIRS = 4096  # a block bucket larger than this emits a chain (see docs)

@@ -18,18 +18,18 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from neardup.engine.local import LocalEngine
-from neardup.settings import Settings
-from neardup.sketch import CommonShingles
-from neardup.sketch.broder import (
+from neardup.kernels import CommonShingles
+from neardup.kernels.broder import (
     min_s_kernel,
     mod_m_kernel,
     permutation_seed,
     sorted_sketch_supershingles,
 )
-from neardup.sketch.chunks import chunk_fingerprints_arrow
-from neardup.sketch.shingles import packed_shingles
-from neardup.sketch.simhash import simhash_packed
-from neardup.sketch.tokens import canonicalize_packed, pack_arrow
+from neardup.kernels.chunks import chunk_fingerprints_arrow
+from neardup.kernels.shingles import packed_shingles
+from neardup.kernels.simhash import simhash_packed
+from neardup.kernels.tokens import canonicalize_packed, pack_arrow
+from neardup.settings import Settings
 from neardup.stages.sketch import COMMON_FILE
 
 FEATURE_METHODS = ("chunks", "broder-min", "broder-mod", "broder-supershingles", "simhash")

@@ -25,8 +25,7 @@ import pyarrow.parquet as pq
 
 from neardup.candidates import CandidateStats, bucket_candidates, unpack_pairs
 from neardup.candidates.tuning import recall_first_bands
-from neardup.settings import Settings
-from neardup.sketch import (
+from neardup.kernels import (
     CommonShingles,
     band_keys,
     canonicalize,
@@ -36,6 +35,7 @@ from neardup.sketch import (
     shingle_hashes,
     supershingle_agreement,
 )
+from neardup.settings import Settings
 from neardup.stages.feature_pairs import feature_pairs
 from neardup.stages.features import Features
 from neardup.stages.sketch import COMMON_FILE, SketchResult

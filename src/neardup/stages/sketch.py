@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.engine.local import LocalEngine
+from neardup.kernels import SIGNATURE_DTYPE, CommonShingles, sketch_arrow
+from neardup.kernels.shingles import doc_shingle_counts_arrow
 from neardup.settings import Settings
-from neardup.sketch import SIGNATURE_DTYPE, CommonShingles, sketch_arrow
-from neardup.sketch.shingles import doc_shingle_counts_arrow
 
 SKETCHES_SCHEMA = pa.schema(
     [

@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.kernels import SIGNATURE_DTYPE
 from neardup.settings import Settings
-from neardup.sketch import SIGNATURE_DTYPE
 from neardup.sql_files import package_sql
 
 DB_NAME = "neardup.duckdb"

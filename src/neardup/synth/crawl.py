@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from neardup.store.outputs import replacing_folder
 from neardup.synth.corpus import Document, stdlib_documents
 from neardup.synth.edits import edit_document, truncate_document
 from neardup.synth.html import (
@@ -474,7 +475,7 @@ class DemoCrawl:
 
 
 def generate_demo_crawl(
-    out_dir: str | Path, n_docs: int = 250, seed: int = 0, **params: Any
+    out_dir: str | Path, n_docs: int = 250, seed: int = 0, force: bool = False, **params: Any
 ) -> DemoCrawl:
     """Write the demo crawl and its answers, offline, in a few seconds.
 
@@ -487,23 +488,25 @@ def generate_demo_crawl(
     out = Path(out_dir)
     crawl = SyntheticCrawl(n_docs=n_docs, seed=seed, **params)
     records = crawl.build()
-    warc_dir = out / "warc"
-    warc_dir.mkdir(parents=True, exist_ok=True)
-    for old in warc_dir.glob("crawl-*.warc.gz"):
-        old.unlink()
-    paths, total = [], 0
-    for file in sorted({r.warc_file for r in records}):
-        day = (CRAWL_START + timedelta(days=file)).strftime("%Y%m%d")
-        path = warc_dir / f"crawl-{day}-{file:05d}.warc.gz"
-        batch = [r for r in records if r.warc_file == file]
-        info = {"description": f"neardup synthetic demo crawl, seed {seed}, day {file}"}
-        total += write_warc(path, batch, info=info)
-        paths.append(path)
-    truth = crawl.truth()
-    with (out / "truth.csv").open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(truth[0]))
-        writer.writeheader()
-        writer.writerows(truth)
-    topology = crawl.topology()
-    (out / "topology.json").write_text(json.dumps(topology, indent=2) + "\n", encoding="utf-8")
+    with replacing_folder(out, "demo crawl", force=force) as staging:
+        warc_dir = staging / "warc"
+        warc_dir.mkdir()
+        written, total = [], 0
+        for file in sorted({r.warc_file for r in records}):
+            day = (CRAWL_START + timedelta(days=file)).strftime("%Y%m%d")
+            path = warc_dir / f"crawl-{day}-{file:05d}.warc.gz"
+            batch = [r for r in records if r.warc_file == file]
+            info = {"description": f"neardup synthetic demo crawl, seed {seed}, day {file}"}
+            total += write_warc(path, batch, info=info)
+            written.append(path.name)
+        truth = crawl.truth()
+        with (staging / "truth.csv").open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(truth[0]))
+            writer.writeheader()
+            writer.writerows(truth)
+        topology = crawl.topology()
+        (staging / "topology.json").write_text(
+            json.dumps(topology, indent=2) + "\n", encoding="utf-8"
+        )
+    paths = [out / "warc" / name for name in written]
     return DemoCrawl(out, paths, truth, topology, total, time.perf_counter() - started)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.sketch.hashing import U64, as_int64, derive_seed, mix64
+from neardup.kernels.hashing import U64, as_int64, derive_seed, mix64
 
 TAG_SIMHASH = 12
 

@@ -8,13 +8,13 @@ Stored 64-bit fingerprints are int64 (two's complement of the uint64 value).
 
 from pathlib import Path
 
-from neardup.sketch._cache import drop_stale_kernels
+from neardup.kernels._cache import drop_stale_kernels
 
 drop_stale_kernels(Path(__file__).parent)  # before any kernel module is imported
 
 # ruff: noqa: E402
 
-from neardup.sketch.batch import (
+from neardup.kernels.batch import (
     Sketch,
     SketchBatch,
     set_fingerprint,
@@ -24,10 +24,10 @@ from neardup.sketch.batch import (
     sketch_text,
     sketch_texts,
 )
-from neardup.sketch.common import CommonShingles
-from neardup.sketch.hashing import as_int64, fingerprint64
-from neardup.sketch.lsh import band_keys, candidate_probability, optimal_bands
-from neardup.sketch.minhash import (
+from neardup.kernels.common import CommonShingles
+from neardup.kernels.hashing import as_int64, fingerprint64
+from neardup.kernels.lsh import band_keys, candidate_probability, optimal_bands
+from neardup.kernels.minhash import (
     EMPTY_VALUE,
     SIGNATURE_DTYPE,
     containment,
@@ -38,20 +38,20 @@ from neardup.sketch.minhash import (
     minhash_params,
     minhash_signature,
 )
-from neardup.sketch.shingles import (
+from neardup.kernels.shingles import (
     doc_shingle_counts,
     doc_shingle_counts_arrow,
     doc_shingle_counts_packed,
     shingle_hashes,
 )
-from neardup.sketch.supershingles import (
+from neardup.kernels.supershingles import (
     megashingle_pairs,
     megashingles,
     supershingle_agreement,
     supershingle_probability,
     supershingles,
 )
-from neardup.sketch.tokens import (
+from neardup.kernels.tokens import (
     canonicalize,
     canonicalize_batch,
     canonicalize_packed,

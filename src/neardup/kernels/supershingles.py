@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.sketch.hashing import (
+from neardup.kernels.hashing import (
     TAG_MEGASHINGLE,
     TAG_SUPERSHINGLE,
     U64,

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup.sketch.hashing import TAG_MINHASH, U64, derive_seeds
+from neardup.kernels.hashing import TAG_MINHASH, U64, derive_seeds
 
 SIGNATURE_DTYPE = np.uint32
 EMPTY_VALUE = np.iinfo(SIGNATURE_DTYPE).max  # every position of a page without shingles

@@ -27,9 +27,8 @@ import numpy as np
 import xxhash
 from numba import njit
 
-from neardup.settings import Settings
-from neardup.sketch.common import CommonShingles, is_common_bit
-from neardup.sketch.hashing import (
+from neardup.kernels.common import CommonShingles, is_common_bit
+from neardup.kernels.hashing import (
     TAG_SHINGLE_SET,
     U64,
     as_int64,
@@ -38,8 +37,8 @@ from neardup.sketch.hashing import (
     finish,
     mix64,
 )
-from neardup.sketch.minhash import SIGNATURE_DTYPE, minhash_into, minhash_params
-from neardup.sketch.shingles import (
+from neardup.kernels.minhash import SIGNATURE_DTYPE, minhash_into, minhash_params
+from neardup.kernels.shingles import (
     scratch_capacity,
     shingle_fps,
     shingle_hashes,
@@ -48,9 +47,10 @@ from neardup.sketch.shingles import (
     token_hashes,
     unique_into,
 )
-from neardup.sketch.supershingles import supershingles as make_supershingles
-from neardup.sketch.tokens import canonicalize, canonicalize_packed, pack_arrow, pack_texts
-from neardup.sketch.wordops import padded
+from neardup.kernels.supershingles import supershingles as make_supershingles
+from neardup.kernels.tokens import canonicalize, canonicalize_packed, pack_arrow, pack_texts
+from neardup.kernels.wordops import padded
+from neardup.settings import Settings
 
 
 @dataclass

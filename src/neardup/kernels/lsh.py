@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup.sketch.hashing import TAG_BAND, as_int64, derive_seeds, hash_row_segments
+from neardup.kernels.hashing import TAG_BAND, as_int64, derive_seeds, hash_row_segments
 
 _GRID = 2001  # integration points on [0, 1]
 
