@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-NEARDUP = [sys.executable, "-m", "neardup.cli"]
+NEARDUP = [sys.executable, "-m", "neardup.cli.main"]
 
 VARIANTS: list[tuple[str, list[str]]] = [
     ("default (minhash 18x7, core rule)", []),

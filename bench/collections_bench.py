@@ -30,17 +30,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-NEARDUP = [sys.executable, "-m", "neardup.cli"]
+NEARDUP = [sys.executable, "-m", "neardup.cli.main"]
 
 try:
     import neardup  # noqa: F401
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT / "src"))
 
-from neardup.avoid import build_avoid_list  # noqa: E402
-from neardup.collections import find_collections  # noqa: E402
-from neardup.mirrors import find_mirrors  # noqa: E402
-from neardup.relational import connect  # noqa: E402
+from neardup.linkgraph.avoid import build_avoid_list  # noqa: E402
+from neardup.linkgraph.collections import find_collections  # noqa: E402
+from neardup.linkgraph.mirrors import find_mirrors  # noqa: E402
+from neardup.linkgraph.relational import connect  # noqa: E402
 
 
 def scan(inputs: list[Path], run: Path) -> float:

@@ -46,9 +46,9 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).parent))
 from docs_crawl import MANUALS, docs_pages
 
-from neardup import evolution as evo
+from neardup.config import Settings
+from neardup.crawls import evolution as evo
 from neardup.kernels import sketch_texts
-from neardup.settings import Settings
 from neardup.store import open_run
 
 MOVED = 20

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 SHARED = ROOT.parent / "shared" / "data" / "warc"
-NEARDUP = [sys.executable, "-m", "neardup.cli"]
+NEARDUP = [sys.executable, "-m", "neardup.cli.main"]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from accuracy import (  # noqa: E402

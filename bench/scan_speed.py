@@ -29,7 +29,7 @@ from resiliparse.parse.html import HTMLTree
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-NEARDUP = [sys.executable, "-m", "neardup.cli"]
+NEARDUP = [sys.executable, "-m", "neardup.cli.main"]
 
 
 def ensure_crawl(topology: str) -> list[Path]:

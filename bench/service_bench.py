@@ -44,6 +44,7 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_crawl import DOCS_DIR, build
 
+from neardup.config import Settings
 from neardup.ingest import extract_page, iter_records
 from neardup.kernels import sketch_texts
 from neardup.service import (
@@ -58,7 +59,6 @@ from neardup.service import (
 from neardup.service.api import create_service_app
 from neardup.service.index import _UnionFind, settle_component
 from neardup.service.tier2 import all_pairs
-from neardup.settings import Settings
 
 MANUALS = ["postgresql", "python", "llvm"]
 

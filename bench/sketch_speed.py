@@ -53,6 +53,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from neardup.config import Settings  # noqa: E402
 from neardup.kernels import (  # noqa: E402
     canonicalize,
     minhash_packed,
@@ -62,7 +63,6 @@ from neardup.kernels import (  # noqa: E402
 )
 from neardup.kernels.shingles import packed_shingles  # noqa: E402
 from neardup.kernels.tokens import pack_texts  # noqa: E402
-from neardup.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 DATA = ROOT.parent.parent / "shared" / "data" / "docs"

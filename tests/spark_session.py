@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark", reason="the Spark extra is not installed")
-    from neardup.spark.session import spark_session
+    from neardup.pipeline.executors.spark.session import spark_session
 
     session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
     yield session

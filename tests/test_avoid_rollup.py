@@ -8,11 +8,11 @@ import pyarrow.parquet as pq
 from graphs import crawl, site
 from typer.testing import CliRunner
 
-from neardup.avoid import avoid_list_from_run, build_avoid_list
-from neardup.cli import app
-from neardup.collections import CollectionOptions, find_collections
-from neardup.mirrors import find_mirrors
-from neardup.rollup import rollup, rollup_run
+from neardup.cli.main import app
+from neardup.linkgraph.avoid import avoid_list_from_run, build_avoid_list
+from neardup.linkgraph.collections import CollectionOptions, find_collections
+from neardup.linkgraph.mirrors import find_mirrors
+from neardup.linkgraph.rollup import rollup, rollup_run
 from neardup.store import open_run
 
 TREE = {f"p{i}": [f"p{i + 1}"] for i in range(11)} | {"p11": []}  # a 12-page chain

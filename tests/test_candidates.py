@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from neardup.candidates import bucket_candidates, unpack_pairs
+from neardup.kernels.buckets import bucket_candidates, unpack_pairs
 
 
 def pairs_of(keys, docs, max_bucket=64):

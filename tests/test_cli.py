@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from neardup.cli import app
+from neardup.cli.main import app
 
 runner = CliRunner()
 

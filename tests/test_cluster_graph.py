@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from neardup.cluster import (
+from neardup.kernels.graph import (
     Graph,
     center_clusters,
     component_representatives,

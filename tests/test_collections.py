@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from graphs import crawl, site
 
-from neardup.collections import (
+from neardup.linkgraph.collections import (
     CollectionOptions,
     collections_from_run,
     copy_prefix,
     find_collections,
 )
-from neardup.relational import components, run_sql
+from neardup.linkgraph.relational import components, run_sql
 
 TINY = CollectionOptions(min_size=1)
 TREE = {"a": ["b", "c"], "b": ["d"], "c": [], "d": []}  # Figure 6: a -> b, c; b -> d

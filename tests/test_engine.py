@@ -1,6 +1,6 @@
 """The local engine keeps order and gives the same results inline and in processes."""
 
-from neardup.engine import LocalEngine
+from neardup.pipeline.executors import LocalEngine
 
 
 def square(x: int) -> int:

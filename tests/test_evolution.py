@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from neardup import evolution as evo
-from neardup.cli import app
-from neardup.settings import Settings, SettingsError
+from neardup.cli.main import app
+from neardup.config import Settings, SettingsError
+from neardup.crawls import evolution as evo
 
 WORDS = [f"w{i}" for i in range(5000)]
 
@@ -162,8 +162,8 @@ def test_cli(store: Path) -> None:
 
 
 def test_clusters_across_crawls_join_the_same_page_in_both_crawls(tmp_path):
-    from neardup.cross_crawl import cross_crawl_clusters
-    from neardup.evolution import add_crawl
+    from neardup.crawls.cross_crawl import cross_crawl_clusters
+    from neardup.crawls.evolution import add_crawl
     from neardup.synth import generate_demo_crawl
 
     crawl = generate_demo_crawl(tmp_path / "crawl", n_docs=30, seed=7)

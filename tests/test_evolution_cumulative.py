@@ -3,7 +3,7 @@
 The store is hand-made: every page is one of five unrelated texts, so two pages are in the
 same cluster exactly when they carry the same text, and the clusterings of each crawl are
 known before the scan. The expected Φ, Ψ and host figures are computed here with Python sets
-from those clusterings, independently of the SQL in `neardup.evolution_sql`.
+from those clusterings, independently of the SQL in `neardup.crawls/sql`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from neardup import evolution as evo
-from neardup.cli import app
-from neardup.settings import Settings
+from neardup.cli.main import app
+from neardup.config import Settings
+from neardup.crawls import evolution as evo
 
 WORDS = [f"w{i}" for i in range(5000)]
 # Crawl label -> URL -> text id. A: {a,b,c} {d} {e}; B: c joins d; C: b leaves, e joins c, d.

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 import neardup
-from neardup.cli import app
-from neardup.settings import METHODS, Settings
+from neardup.cli.main import app
+from neardup.config import METHODS, Settings
 
 WORDS = [f"w{i}" for i in range(3000)]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.candidates.shared import shared_pairs
+from neardup.config import Settings, SettingsError
 from neardup.kernels.broder import (
     min_s,
     min_s_compare,
@@ -18,7 +18,7 @@ from neardup.kernels.broder import (
 from neardup.kernels.chunks import chunk_fingerprints
 from neardup.kernels.hashing import mix64_scalar
 from neardup.kernels.simhash import block_bounds, block_keys, hamming, simhash
-from neardup.settings import Settings, SettingsError
+from neardup.pipeline.steps.shared_pairs import shared_pairs
 
 TEXT = "A b.\nc d\n\n  ---  \ne f! G h\ni j\n"  # 5 lines with words: a b | c d | e f g h | i j
 

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from graphs import crawl
 
-from neardup.mirrors import MirrorOptions, find_mirrors, mirrors_from_run, suffix_match_depth
+from neardup.linkgraph.mirrors import (
+    MirrorOptions,
+    find_mirrors,
+    mirrors_from_run,
+    suffix_match_depth,
+)
 
 N = 12  # pages per host, above the default minimum of 10
 

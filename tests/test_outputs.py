@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import neardup
-from neardup.cli import app
+from neardup.cli.main import app
 from neardup.store.outputs import MARKER, OutputError, replacing_folder
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from neardup.avoid import avoid_list_from_run
-from neardup.cli import app
-from neardup.collections import collections_from_run
-from neardup.mirrors import mirrors_from_run
+from neardup.cli.main import app
+from neardup.linkgraph.avoid import avoid_list_from_run
+from neardup.linkgraph.collections import collections_from_run
+from neardup.linkgraph.mirrors import mirrors_from_run
 from neardup.report import render_report, write_report
 from neardup.report.data import copy_bucket_labels
 

@@ -2,7 +2,7 @@
 crawls, absent for a run or a store of one crawl.
 
 The expected figures are recomputed here from each crawl's `pages.parquet` and signatures
-with Python sets and numpy, not with `neardup.evolution`'s SQL.
+with Python sets and numpy, not with `neardup.crawls.evolution`'s SQL.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from test_evolution_cumulative import THREE_CRAWLS, size_bucket, write_store
 from test_report import Rows
 from typer.testing import CliRunner
 
-from neardup import evolution as evo
-from neardup.cli import app
+from neardup.cli.main import app
+from neardup.crawls import evolution as evo
 from neardup.report import render_report, report_context
 
 CHANGES = ["complete", "large", "medium", "small", "no text change", "no change"]

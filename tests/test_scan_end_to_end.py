@@ -12,7 +12,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 import neardup
-from neardup.settings import Settings
+from neardup.config import Settings
 
 
 def warc_record_count(paths: list[Path]) -> int:
@@ -147,7 +147,7 @@ def test_failed_scan_leaves_previous_run_intact(demo_crawl, tmp_path, monkeypatc
     def boom(*args, **kwargs):
         raise RuntimeError("killed in the middle")
 
-    monkeypatch.setattr("neardup.engine.embedded.run_clusters", boom)
+    monkeypatch.setattr("neardup.pipeline.executors.embedded.run_clusters", boom)
     with pytest.raises(RuntimeError):
         neardup.scan(demo_crawl.warc_paths, out, workers=1, force=True)
     assert (out / "pages.parquet").read_bytes() == before

@@ -16,7 +16,8 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
-from neardup.cli import app as cli_app
+from neardup.cli.main import app as cli_app
+from neardup.config import Settings, SettingsError
 from neardup.service import (
     PageUpdate,
     ServiceIndex,
@@ -26,7 +27,6 @@ from neardup.service import (
 )
 from neardup.service.api import create_service_app
 from neardup.service.index import SLEEP_HOOK, TX_MARKER
-from neardup.settings import Settings, SettingsError
 
 
 def doc(tag: str, n: int = 300, extra: str = "") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup.config import Settings
 from neardup.kernels import sketch_texts
 from neardup.service import (
     LengthMap,
@@ -22,7 +23,6 @@ from neardup.service import (
     partition_group,
 )
 from neardup.service.tier2 import agreement_matrix, all_pairs
-from neardup.settings import Settings
 
 
 def doc(tag: str, n: int = 300, extra: str = "") -> str:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from neardup.settings import Settings, SettingsError
+from neardup.config import Settings, SettingsError
 
 
 def test_round_trip_through_json():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup.config import Settings, SettingsError
 from neardup.kernels import (
     CommonShingles,
     canonicalize,
@@ -13,7 +14,6 @@ from neardup.kernels import (
     sketch_batch,
     sketch_text,
 )
-from neardup.settings import Settings, SettingsError
 
 S = Settings(shingle_size=2, max_shingle_df=2)
 

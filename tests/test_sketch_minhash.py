@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from neardup.config import Settings
 from neardup.kernels import (
     EMPTY_VALUE,
     SIGNATURE_DTYPE,
@@ -20,7 +21,6 @@ from neardup.kernels import (
     sketch_batch,
     sketch_text,
 )
-from neardup.settings import Settings
 
 VOCAB = [f"w{i}" for i in range(5000)]
 

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
+from neardup.config import Settings
 from neardup.kernels import doc_shingle_counts, shingle_hashes
 from neardup.kernels.shingles import shingle_params
-from neardup.settings import Settings
 
 M64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from neardup.config import Settings
 from neardup.kernels import (
     canonicalize,
     megashingle_pairs,
@@ -16,7 +17,6 @@ from neardup.kernels import (
     supershingle_probability,
     supershingles,
 )
-from neardup.settings import Settings
 
 
 def _doc(rng: random.Random, n: int = 400) -> str:

@@ -8,7 +8,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components as scipy_components
 from spark_session import spark  # noqa: F401 - the fixture
 
-from neardup.spark.components import connected_components
+from neardup.pipeline.executors.spark.components import connected_components
 
 
 def expected(a: np.ndarray, b: np.ndarray) -> dict[int, int]:

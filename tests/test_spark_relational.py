@@ -15,11 +15,11 @@ import pytest
 from spark_session import spark  # noqa: F401 - the fixture
 from typer.testing import CliRunner
 
-from neardup.cli import app
-from neardup.collections import collections_from_run
-from neardup.mirrors import mirrors_from_run
-from neardup.relational import read_sql, statements
-from neardup.spark.sql_connection import _CTAS, _clean, bind, sql_literal
+from neardup.cli.main import app
+from neardup.linkgraph.collections import collections_from_run
+from neardup.linkgraph.mirrors import mirrors_from_run
+from neardup.linkgraph.relational import read_sql, statements
+from neardup.pipeline.executors.spark.sql_connection import _CTAS, _clean, bind, sql_literal
 
 
 def assert_same_table(expected: pa.Table, got: pa.Table, name: str) -> None:

@@ -11,7 +11,7 @@ from conftest import shared_data
 from spark_session import spark  # noqa: F401 - the fixture
 
 import neardup
-from neardup.settings import Settings
+from neardup.config import Settings
 
 TABLES = ("pages", "pairs", "clusters", "links", "containment", "sketches")
 

@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.candidates import bucket_candidates, unpack_pairs
-from neardup.settings import Settings, SettingsError
-from neardup.spark.engine import check_settings, read_sql
+from neardup.config import Settings, SettingsError
+from neardup.kernels.buckets import bucket_candidates, unpack_pairs
+from neardup.pipeline.executors.spark.engine import check_settings, read_sql
 
 
 @pytest.mark.parametrize("max_bucket", [2, 5, 64])

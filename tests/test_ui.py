@@ -25,8 +25,8 @@ import pytest
 import uvicorn
 
 import neardup
-from neardup.collections import collections_from_run
-from neardup.mirrors import mirrors_from_run
+from neardup.linkgraph.collections import collections_from_run
+from neardup.linkgraph.mirrors import mirrors_from_run
 from neardup.ui import create_app
 from neardup.ui.diff import word_diff
 from neardup.ui.queries import PAGE_SIZE

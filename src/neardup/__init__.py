@@ -18,14 +18,14 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "scan": "neardup.pipeline",
-    "ScanResult": "neardup.pipeline",
+    "scan": "neardup.pipeline.scan",
+    "ScanResult": "neardup.pipeline.scan",
     "OutputError": "neardup.store.outputs",
     "OutputExistsError": "neardup.store.outputs",
-    "Settings": "neardup.settings",
-    "SettingsError": "neardup.settings",
-    "write_deduplicated": "neardup.dedup",
-    "DedupResult": "neardup.dedup",
+    "Settings": "neardup.config",
+    "SettingsError": "neardup.config",
+    "write_deduplicated": "neardup.pipeline.dedup",
+    "DedupResult": "neardup.pipeline.dedup",
     "open_run": "neardup.store",
     "RunError": "neardup.store",
     "sketch": "neardup.api",

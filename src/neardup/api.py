@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neardup.config import Settings
 from neardup.kernels import Sketch, canonicalize, containment, jaccard, shingle_hashes, sketch_text
-from neardup.settings import Settings
 
 
 def shingle_set(text: str, settings: Settings | None = None) -> np.ndarray:

@@ -27,6 +27,7 @@ import numpy as np
 import xxhash
 from numba import njit
 
+from neardup.config import Settings
 from neardup.kernels.common import CommonShingles, is_common_bit
 from neardup.kernels.hashing import (
     TAG_SHINGLE_SET,
@@ -50,7 +51,6 @@ from neardup.kernels.shingles import (
 from neardup.kernels.supershingles import supershingles as make_supershingles
 from neardup.kernels.tokens import canonicalize, canonicalize_packed, pack_arrow, pack_texts
 from neardup.kernels.wordops import padded
-from neardup.settings import Settings
 
 
 @dataclass

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from neardup.config import Settings
 from neardup.kernels.hashing import TAG_TOKEN, U64, combine, derive_seed, derive_seeds, finish
 from neardup.kernels.shingles import token_hashes
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow, pack_texts
-from neardup.settings import Settings
 
 TAG_CHUNK = 9
 # chunking -> (lines per chunk, 0 for "until a blank line" or the whole page; split

@@ -43,8 +43,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from neardup.config import Settings, SettingsError
 from neardup.kernels.hashing import TAG_COUNTMIN, U64, derive_seeds, mix64
-from neardup.settings import Settings, SettingsError
 
 DEFAULT_DEPTH = 3
 DEFAULT_WIDTH = 1 << 24

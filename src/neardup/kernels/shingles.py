@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from neardup.config import Settings
 from neardup.kernels.hashing import (
     GOLDEN,
     TAG_SHINGLE,
@@ -37,7 +38,6 @@ from neardup.kernels.hashing import (
 )
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow, pack_texts
 from neardup.kernels.wordops import ctz64, load_u64, padded
-from neardup.settings import Settings
 
 _SPACES = U64(0x2020202020202020)
 _ONES = U64(0x0101010101010101)

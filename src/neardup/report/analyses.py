@@ -2,7 +2,7 @@
 
 `neardup collections`, `mirrors` and `avoid-list` write Parquet next to the scan. The report
 and the UI use those files when they are there, and otherwise call the same functions
-(`neardup.collections`, `neardup.mirrors`, `neardup.avoid`), so a fresh scan gets the full
+(`neardup.linkgraph`: `collections`, `mirrors`, `avoid`), so a fresh scan gets the full
 report without running three more commands first.
 """
 
@@ -15,8 +15,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.avoid import AVOID_FILE, build_avoid_list
-from neardup.collections import (
+from neardup.linkgraph.avoid import AVOID_FILE, build_avoid_list
+from neardup.linkgraph.collections import (
     CLUSTERS_FILE,
     COLLECTIONS_FILE,
     COPIES_FILE,
@@ -24,7 +24,7 @@ from neardup.collections import (
     Collections,
     find_collections,
 )
-from neardup.mirrors import MIRRORS_FILE, MirrorOptions, Mirrors, find_mirrors
+from neardup.linkgraph.mirrors import MIRRORS_FILE, MirrorOptions, Mirrors, find_mirrors
 
 
 @dataclass

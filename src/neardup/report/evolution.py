@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from neardup import evolution as evo
+from neardup.crawls import evolution as evo
 from neardup.store import RunError
 
 

@@ -32,15 +32,15 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from neardup.candidates.tuning import recall_first_bands
+from neardup.config import Settings, SettingsError
 from neardup.ingest import RawRecord, extract_page
 from neardup.kernels import SIGNATURE_DTYPE, fingerprint64, sketch_text
+from neardup.kernels.tuning import recall_first_bands
 from neardup.service.lengths import LengthMap, dim_lengths
 from neardup.service.popularity import RedirectGraph
 from neardup.service.tier2 import SignatureStore, agreement_matrix
-from neardup.settings import Settings, SettingsError
-from neardup.sql_files import package_sql
 from neardup.store.outputs import open_folder
+from neardup.store.sql_files import package_sql
 
 DB_NAME = "service.duckdb"
 SERVICE_KIND = "service index"

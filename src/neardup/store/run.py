@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.config import Settings
 from neardup.kernels import SIGNATURE_DTYPE
-from neardup.settings import Settings
-from neardup.sql_files import package_sql
+from neardup.store.sql_files import package_sql
 
 DB_NAME = "neardup.duckdb"
 EXPORTED_TABLES = ("pages", "pairs", "containment", "clusters", "links")

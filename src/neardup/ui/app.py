@@ -15,10 +15,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.api import resemblance
-from neardup.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIES_FILE
-from neardup.mirrors import MIRRORS_FILE
+from neardup.linkgraph.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIES_FILE
+from neardup.linkgraph.mirrors import MIRRORS_FILE
+from neardup.linkgraph.rollup import rollup
 from neardup.report.templates import environment
-from neardup.rollup import rollup
 from neardup.ui import queries as q
 from neardup.ui.diff import word_diff
 from neardup.ui.store import RunStore

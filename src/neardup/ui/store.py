@@ -24,9 +24,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.collections import COLLECTIONS_FILE
+from neardup.config import Settings
+from neardup.linkgraph.collections import COLLECTIONS_FILE
 from neardup.report.analyses import ensure_link_files
-from neardup.settings import Settings
 from neardup.store import load_settings, load_summary, open_run
 
 

@@ -1,0 +1,76 @@
+"""Command-line commands for the HTML report and the web UI (registered by `cli.py`).
+
+`report` writes one self-contained HTML file (`neardup.report`); `ui` serves the local web
+app (`neardup.ui`). Both read a finished run; heavy imports (matplotlib, FastAPI) happen
+inside the commands so the rest of the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from neardup.cli.output import console, fail, out_console
+from neardup.store import RunError
+from neardup.store.outputs import OutputError
+
+RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
+ReportArg = Annotated[
+    Path,
+    typer.Argument(help="run directory, store of crawls, or one crawl of a store (store/crawls/L)"),
+]
+
+
+def report_command(
+    run: ReportArg,
+    out: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write")] = Path(
+        "report.html"
+    ),
+    top: Annotated[
+        int, typer.Option(help="rows of the largest-clusters and collections tables")
+    ] = 20,
+    avoid: Annotated[
+        bool,
+        typer.Option(
+            "--avoid/--no-avoid", help="include the avoid-list savings (computed if absent)"
+        ),
+    ] = True,
+    force: Annotated[
+        bool, typer.Option(help="replace an earlier neardup report (never another file)")
+    ] = False,
+) -> None:
+    """Write an HTML report of RUN: replication, cluster sizes, collections, mirrors,
+    thresholds and savings, in one offline file."""
+    from neardup.report import write_report
+
+    try:
+        path = write_report(run, out, top=top, with_avoid=avoid, force=force)
+    except (RunError, OutputError) as err:
+        fail(str(err))
+    out_console.print(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB)", highlight=False)
+
+
+def ui_command(
+    run: RunArg,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8765,
+) -> None:
+    """Serve a local web app to explore RUN: search, clusters, diffs, mirrors, collections."""
+    import uvicorn
+
+    from neardup.ui import create_app
+
+    try:
+        app = create_app(run)
+    except RunError as err:
+        fail(str(err))
+    console.print(f"neardup ui on http://{host}:{port}/ (Ctrl-C to stop)", highlight=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the `neardup` application."""
+    app.command("report")(report_command)
+    app.command("ui")(ui_command)

@@ -1,0 +1,62 @@
+"""Command-line commands for the service work (registered by `cli.py`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the `neardup` application."""
+
+    @app.command("serve")
+    def serve(
+        store: Annotated[Path, typer.Argument(help="Service store directory.")],
+        host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="TCP port.")] = 8787,
+        token: Annotated[
+            str | None,
+            typer.Option(
+                help="Bearer token for writes (default: $NEARDUP_TOKEN; none: read-only)."
+            ),
+        ] = None,
+        max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 10 << 20,
+    ) -> None:
+        """Serve the incremental duplicate index over HTTP (OpenAPI at /api/docs)."""
+        import uvicorn
+
+        from neardup.service.api import create_service_app
+
+        app_ = create_service_app(store, token or os.environ.get("NEARDUP_TOKEN"), max_body)
+        uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+    @app.command("add")
+    def add(
+        store: Annotated[Path, typer.Argument(help="Service store directory.")],
+        inputs: Annotated[list[str], typer.Argument(help="Crawl files (WARC, ARC, ...).")],
+        batch: Annotated[int, typer.Option(help="Pages per transaction.")] = 1000,
+        links: Annotated[
+            bool, typer.Option(help="Count in-links from the files' link graph for winners.")
+        ] = True,
+    ) -> None:
+        """Add or update pages from crawl files (redirects included), batch by batch.
+
+        With --links (default), each added URL's `links_in` becomes the number of distinct
+        pages of these files linking to it, sent as one last batch once every file is read
+        (a link can come after the page it points to); redirects pass theirs on to their
+        target when winners are chosen.
+        """
+        from neardup.cli.output import fail
+        from neardup.config import SettingsError
+        from neardup.ingest.readers import InputError
+        from neardup.service.feed import add_files
+        from neardup.store.outputs import OutputError
+
+        try:
+            typer.echo(json.dumps(add_files(store, inputs, batch, links)))
+        except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
+            fail(str(err))

@@ -1,0 +1,196 @@
+"""The per-batch work of the Spark stages: the embedded engine's kernels on Arrow batches.
+
+Each function is the body of a `mapInArrow` or `applyInArrow` call, so sketching, band keys
+and the clustering rule run the very code the embedded engine runs, which is what makes
+the two engines' tables equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from neardup.config import Settings
+from neardup.kernels import (
+    SIGNATURE_DTYPE,
+    estimate_resemblance,
+    sketch_arrow,
+    supershingle_agreement,
+)
+from neardup.kernels.graph import (
+    Graph,
+    center_clusters,
+    component_representatives,
+    connected_components,
+    core_clusters,
+)
+from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
+from neardup.pipeline.steps.near import VERY_SIMILAR_AGREE, candidate_keys
+
+SKETCH_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.int64()),
+        ("n_tokens", pa.int32()),
+        ("n_shingles", pa.int32()),
+        ("lexical_fp", pa.int64()),
+        ("shingle_fp", pa.int64()),
+        ("minhash", pa.list_(pa.int32())),  # the uint32 values' bits, for Spark's types
+        ("supers", pa.list_(pa.int64())),
+    ]
+)
+KEYS_SCHEMA = pa.schema([("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64())])
+CLUSTER_SCHEMA = pa.schema([("doc_id", pa.int64()), ("cluster_doc", pa.int64())])
+EDGE_SCHEMA = pa.schema(
+    [
+        ("doc_a", pa.int64()),
+        ("doc_b", pa.int64()),
+        ("similarity", pa.float32()),
+        ("agree", pa.int32()),  # super-shingles in agreement, -1 when not computed
+    ]
+)
+
+
+def _lists(matrix: np.ndarray) -> pa.ListArray:
+    """An N x W matrix as an Arrow list column of N lists of W values."""
+    n, width = matrix.shape
+    offsets = pa.array(np.arange(0, n * width + 1, width, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(np.ascontiguousarray(matrix).reshape(-1)))
+
+
+def matrix_of(column: pa.Array | pa.ChunkedArray, width: int, dtype: type) -> np.ndarray:
+    """A list column of fixed-width lists back as an N x width matrix."""
+    values = pc.list_flatten(column)
+    flat = np.asarray(values.to_numpy(zero_copy_only=False))
+    return flat.view(dtype).reshape(-1, width) if width else np.empty((len(column), 0), dtype)
+
+
+def sketch_batches(
+    batches: Iterator[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """page_text rows -> sketch rows (`sketch_arrow`, as in the embedded sketch stage)."""
+    for batch in batches:
+        sketch = sketch_arrow(batch.column("text"), settings)
+        minhash = np.ascontiguousarray(sketch.minhash, dtype=SIGNATURE_DTYPE).view(np.int32)
+        yield pa.RecordBatch.from_arrays(
+            [
+                batch.column("doc_id"),
+                pa.array(sketch.n_tokens, pa.int32()),
+                pa.array(sketch.n_shingles, pa.int32()),
+                pa.array(sketch.lexical_fp, pa.int64()),
+                pa.array(sketch.shingle_fp, pa.int64()),
+                _lists(minhash),
+                _lists(np.asarray(sketch.supershingles, dtype=np.int64)),
+            ],
+            schema=SKETCH_SCHEMA,
+        )
+
+
+def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
+    """Class representatives -> one (table, key, doc) row per bucket table, by the embedded
+    engine's `candidate_keys` (LSH bands, or megashingles for the super-shingle method)."""
+    n_ss = settings.supershingle_count if settings.has_supershingles else 0
+    for batch in batches:
+        n = batch.num_rows
+        if not n:
+            continue
+        signature = matrix_of(batch.column("minhash"), settings.num_perm, np.int32)
+        supers = matrix_of(batch.column("supers"), n_ss, np.int64)
+        keys, _, _ = candidate_keys(
+            signature.view(SIGNATURE_DTYPE), supers, np.arange(n, dtype=np.int64), settings
+        )
+        tables = keys.shape[1]
+        docs = np.asarray(batch.column("doc_id"))
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.tile(np.arange(tables, dtype=np.int32), n)),
+                pa.array(keys.reshape(-1)),
+                pa.array(np.repeat(docs, tables)),
+            ],
+            schema=KEYS_SCHEMA,
+        )
+
+
+def _estimates(batch: pa.RecordBatch, k: int) -> np.ndarray:
+    """Estimated resemblance of the signatures in columns `minhash_a` and `minhash_b`."""
+    return np.asarray(
+        estimate_resemblance(
+            matrix_of(batch.column("minhash_a"), k, np.int32),
+            matrix_of(batch.column("minhash_b"), k, np.int32),
+        ),
+        dtype=np.float64,
+    ).reshape(-1)
+
+
+def verify_batches(
+    batches: Iterator[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """Candidate pairs with both sketches -> the verified edges, by `stages.near`'s test:
+    the estimated resemblance against the threshold, or two agreeing super-shingles."""
+    k = settings.num_perm
+    n_ss = settings.supershingle_count if settings.has_supershingles else 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        sim = _estimates(batch, k)
+        if n_ss:
+            agree = supershingle_agreement(
+                matrix_of(batch.column("supers_a"), n_ss, np.int64),
+                matrix_of(batch.column("supers_b"), n_ss, np.int64),
+            )
+        else:
+            agree = np.full(sim.size, -1)
+        if settings.method == "supershingles":
+            keep = agree >= VERY_SIMILAR_AGREE
+        else:
+            keep = sim >= settings.threshold
+        yield pa.RecordBatch.from_arrays(
+            [
+                batch.column("doc_a").filter(pa.array(keep)),
+                batch.column("doc_b").filter(pa.array(keep)),
+                pa.array(sim.astype(np.float32)[keep]),
+                pa.array(np.asarray(agree, dtype=np.int32)[keep]),
+            ],
+            schema=EDGE_SCHEMA,
+        )
+
+
+def representative_batches(
+    batches: Iterator[pa.RecordBatch], settings: Settings
+) -> Iterator[pa.RecordBatch]:
+    """Assignments with the page's and its representative's signatures -> the assignment
+    rows, with the estimated resemblance to the representative (1 for itself), as
+    `stages.clusters` computes it."""
+    k = settings.num_perm
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        sim = _estimates(batch, k)
+        doc = np.asarray(batch.column("doc_id"))
+        similarity = np.where(doc == np.asarray(batch.column("cluster_id")), 1.0, sim)
+        columns = [batch.column(name) for name in ASSIGN_SCHEMA.names[:-1]]
+        yield pa.RecordBatch.from_arrays(
+            [*columns, pa.array(similarity.astype(np.float32))], schema=ASSIGN_SCHEMA
+        )
+
+
+def cluster_component(nodes: pa.Table, edges: pa.Table, settings: Settings) -> pa.Table:
+    """One connected component's pages -> their cluster representatives, by the embedded
+    rule. The rules only compare nodes of one component, and node numbers follow doc ids,
+    so clustering each component on its own gives the global answer."""
+    order = np.argsort(np.asarray(nodes.column("doc_id")))
+    docs = np.asarray(nodes.column("doc_id"))[order]
+    weight = np.asarray(nodes.column("weight"), dtype=np.int64)[order]
+    a = np.searchsorted(docs, np.asarray(edges.column("doc_a")))
+    b = np.searchsorted(docs, np.asarray(edges.column("doc_b")))
+    similarity = np.asarray(edges.column("similarity"), dtype=np.float32)
+    graph = Graph.from_edges(docs.size, a, b, similarity)
+    if settings.cluster_rule == "core":
+        rep = core_clusters(graph, settings.strong_similarity, weight)
+    elif settings.cluster_rule == "center":
+        rep = center_clusters(graph, weight)
+    else:
+        rep = component_representatives(graph, connected_components(graph), weight)
+    return pa.table({"doc_id": docs, "cluster_doc": docs[rep]}, schema=CLUSTER_SCHEMA)

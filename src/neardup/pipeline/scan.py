@@ -1,0 +1,115 @@
+"""`scan`: the whole pipeline from input files to a finished run directory.
+
+ingest -> sketch -> near-duplicate pairs -> clusters -> store. An engine (embedded by
+default, or Spark) runs the stages up to the clusters; they exchange Parquet files in a
+staging directory next to the output, from which the store is built here. The finished
+directory replaces the output in one rename, so an interrupted scan never leaves a
+half-written run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neardup.config import Settings
+from neardup.ingest import detect_input_kind
+from neardup.pipeline.executors import ScanEngine, engine_named
+from neardup.pipeline.progress import Progress, SilentProgress
+from neardup.store import build_store
+from neardup.store.outputs import check_folder, replacing_folder
+
+
+@dataclass
+class ScanResult:
+    """Where the run is and what it found (the same figures as `summary.json`)."""
+
+    path: Path
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stage_seconds(self) -> dict[str, float]:
+        return self.summary.get("stage_seconds", {})
+
+
+def scan(
+    inputs: list[str | Path],
+    out: str | Path,
+    settings: Settings | None = None,
+    workers: int | None = None,
+    base_url: str | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+    engine: str | ScanEngine = "embedded",
+) -> ScanResult:
+    """Find near-duplicate clusters in `inputs` (WARC/ARC files, HTML folders, JSONL or
+    Parquet tables) and write a run directory at `out`.
+
+    `engine` is 'embedded' (local processes, the default), 'spark' (a local Spark session;
+    see `neardup.pipeline.executors.spark.SparkEngine` for a cluster) or an engine object. Every
+    engine writes the same tables for the same inputs and settings."""
+    settings = settings or Settings()
+    progress = progress or SilentProgress()
+    runner = engine_named(engine, workers) if isinstance(engine, str) else engine
+    paths = [str(p) for p in inputs]
+    if not paths:
+        raise ValueError("no input given")
+    for path in paths:
+        if "://" not in path:  # a URI is for Spark's file systems to open
+            detect_input_kind(path)  # fails early, before any work, on an unreadable input
+    out = Path(out)
+    check_folder(out, "run", paths, force)  # refuse before any work
+    times: dict[str, float] = {}
+    started = time.perf_counter()
+
+    @contextmanager
+    def stage(key: str, label: str, total: int | None = None) -> Iterator[None]:
+        """Time a stage and show it as one progress bar."""
+        t = time.perf_counter()
+        progress.stage(label, total)
+        yield
+        progress.done()
+        times[key] = time.perf_counter() - t
+
+    with replacing_folder(out, "run", paths, force) as staging:
+        outcome = runner.run_stages(paths, staging, settings, base_url, stage, progress)
+        with stage("store", "store"):
+            summary = build_store(staging, settings, workers=outcome.workers)
+
+        elapsed = time.perf_counter() - started
+        summary.update(
+            {
+                "inputs": paths,
+                "engine": outcome.engine,
+                "formats": dict(outcome.formats),
+                "common_shingle_filter": "count" in times,
+                "candidate_method": settings.method,
+                "bands": outcome.bands,
+                "rows_per_band": outcome.rows_per_band,
+                "candidate_pairs": outcome.candidates,
+                "candidate_pairs_emitted": outcome.candidates_emitted,
+                "large_buckets": outcome.large_buckets,
+                "verified_pairs": outcome.verified_pairs,
+                "method_stats": outcome.method_stats,
+                "containment_pairs": (
+                    outcome.containment_rows if settings.containment is not None else None
+                ),
+                "pairs_rows": outcome.pairs_rows,
+                "stage_seconds": {k: round(v, 3) for k, v in times.items()},
+                "elapsed_seconds": round(elapsed, 3),
+                "records_per_second": round(outcome.records / elapsed, 1) if elapsed else None,
+            }
+        )
+        summary = {k: (int(v) if isinstance(v, np.integer) else v) for k, v in summary.items()}
+        (staging / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")
+        (staging / "summary.json").write_text(
+            json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+        )
+    return ScanResult(path=out, summary=summary)

@@ -1,0 +1,276 @@
+"""Near-duplicate pairs: collapse equivalent pages, generate candidates, verify them.
+
+Broder et al. (§5.2): pages with the same selected shingle set are equivalent (identical and
+lexically-equivalent pages are special cases), so only one page of each class, its lowest
+doc_id, goes through candidate generation; the others join its cluster afterwards.
+Candidates come from LSH bands of the min-hash signature (`method="minhash"`) or from
+Fetterly's megashingles (`method="supershingles"`), and every candidate is verified: the
+estimated resemblance from the full sketch (or the exact shingle Jaccard) against the
+threshold, or, for super-shingles, at least two of the six super-shingles in agreement.
+The other methods (chunks, Broder's MIN_s / MOD_m sketches and super-shingles, SimHash) find
+their pairs in `stages.feature_pairs`; `exact` collapses pages with the same canonical text
+(lexical fingerprint) and stops there. See docs/methods.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from neardup.config import Settings
+from neardup.kernels import (
+    CommonShingles,
+    band_keys,
+    canonicalize,
+    estimate_resemblance,
+    jaccard,
+    megashingles,
+    shingle_hashes,
+    supershingle_agreement,
+)
+from neardup.kernels.buckets import CandidateStats, bucket_candidates, unpack_pairs
+from neardup.kernels.tuning import recall_first_bands
+from neardup.pipeline.steps.feature_pairs import feature_pairs
+from neardup.pipeline.steps.features import Features
+from neardup.pipeline.steps.sketch import COMMON_FILE, SketchResult
+
+PAIRS_SCHEMA = pa.schema(
+    [
+        ("doc_a", pa.int64()),
+        ("doc_b", pa.int64()),
+        ("similarity", pa.float32()),
+        ("supershingles_agree", pa.int8()),
+        ("kind", pa.string()),
+    ]
+)
+CONTAINMENT_SCHEMA = pa.schema(
+    [
+        ("doc_small", pa.int64()),
+        ("doc_large", pa.int64()),
+        ("containment", pa.float32()),
+        ("resemblance", pa.float32()),
+    ]
+)
+CHUNK = 200_000
+VERY_SIMILAR_AGREE = 2  # Fetterly et al.: two of six super-shingles in common
+
+
+@dataclass
+class NearResult:
+    """Eligible pages (positions into the signature rows) and the verified graph between
+    the class representatives among them."""
+
+    docs: np.ndarray  # doc ids of eligible pages, increasing
+    rows: np.ndarray  # their rows in signatures.npy
+    class_rep: np.ndarray  # per eligible page: position of its class representative
+    reps: np.ndarray  # positions of class representatives, increasing
+    edge_a: np.ndarray  # positions (into docs) of verified pairs, a < b
+    edge_b: np.ndarray
+    similarity: np.ndarray
+    agree: np.ndarray  # super-shingles in agreement per edge (-1 when not computed)
+    bands: int = 0
+    rows_per_band: int = 0
+    candidates: int = 0
+    stats: CandidateStats = field(default_factory=CandidateStats)
+    method_stats: dict[str, Any] = field(default_factory=dict)
+    # doc ids: (contained page, containing page, containment, resemblance), or None
+    contained: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def equivalence_classes(shingle_fp: np.ndarray) -> np.ndarray:
+    """Position of each page's class representative (the first page with its shingle set)."""
+    _, first, inverse = np.unique(shingle_fp, return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)]
+
+
+def band_shape(settings: Settings) -> tuple[int, int]:
+    """(bands, rows) of the LSH tables: as set, or tuned recall first from the threshold;
+    (0, 0) for the super-shingle method, whose tables are megashingles."""
+    if settings.method == "supershingles":
+        return 0, 0
+    if settings.bands is not None and settings.rows is not None:
+        return settings.bands, settings.rows
+    return recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
+
+
+def candidate_keys(
+    signatures: np.ndarray, supers: np.ndarray, rows: np.ndarray, settings: Settings
+) -> tuple[np.ndarray, int, int]:
+    """Bucket keys per page: LSH bands, or megashingles; also the (bands, rows) used."""
+    if settings.method == "supershingles":
+        return megashingles(np.asarray(supers[rows])), 0, 0
+    b, r = band_shape(settings)
+    keys = np.empty((rows.size, b), dtype=np.int64)
+    for start in range(0, rows.size, CHUNK):
+        part = rows[start : start + CHUNK]
+        keys[start : start + part.size] = band_keys(np.asarray(signatures[part]), b, r)
+    return keys, b, r
+
+
+def _exact_similarity(
+    staging: Path, docs_a: np.ndarray, docs_b: np.ndarray, settings: Settings
+) -> np.ndarray:
+    """Exact Jaccard of the selected shingle sets, recomputed from the stored text."""
+    needed = np.union1d(docs_a, docs_b)
+    table = pq.read_table(
+        staging / "page_text.parquet",
+        filters=pc.field("doc_id").isin(pa.array(needed)),
+    )
+    common_path = staging / COMMON_FILE
+    common = CommonShingles.load(str(common_path), mmap=True) if common_path.exists() else None
+    sets: dict[int, np.ndarray] = {}
+    for doc, text in zip(
+        table.column("doc_id").to_pylist(), table.column("text").to_pylist(), strict=True
+    ):
+        hashes = np.unique(
+            shingle_hashes(
+                canonicalize(text), settings.shingle_size, settings.wrap_shingles, settings.seed
+            )
+        )
+        if common is not None and hashes.size:
+            hashes = hashes[~common.is_common(hashes)]
+        sets[doc] = hashes
+    return np.array(
+        [jaccard(sets[a], sets[b]) for a, b in zip(docs_a.tolist(), docs_b.tolist(), strict=True)],
+        dtype=np.float32,
+    )
+
+
+def run_near(
+    staging: Path, settings: Settings, sketched: SketchResult, features: Features | None = None
+) -> NearResult:
+    """Find verified near-duplicate pairs among the eligible signature rows."""
+    signatures = np.load(staging / "signatures.npy", mmap_mode="r")
+    supers = np.load(staging / "supershingles.npy", mmap_mode="r")
+    rows = np.flatnonzero(sketched.eligible).astype(np.int64)
+    docs = sketched.doc_ids[rows]
+    exact_only = settings.method == "exact" and sketched.lexical_fp is not None
+    identity = sketched.lexical_fp if exact_only else sketched.shingle_fp
+    class_rep = equivalence_classes(identity[rows])
+    reps = np.unique(class_rep)
+    base = {"docs": docs, "rows": rows, "class_rep": class_rep, "reps": reps}
+
+    if settings.method not in ("minhash", "supershingles"):
+        if settings.method == "exact":
+            found = None
+            a = b_ = np.empty(0, dtype=np.int64)
+            sim = np.empty(0, dtype=np.float32)
+        else:
+            if features is None:
+                raise ValueError(f"method {settings.method} needs the features stage")
+            if not np.array_equal(features.doc_ids, sketched.doc_ids):
+                raise ValueError("features and signatures are not aligned")
+            found = feature_pairs(settings, features, rows[reps])
+            a, b_, sim = reps[found.a], reps[found.b], found.similarity
+        agree = (
+            supershingle_agreement(np.asarray(supers[rows[a]]), np.asarray(supers[rows[b_]]))
+            if settings.has_supershingles and a.size
+            else np.full(a.size, -1)
+        )
+        contained = None
+        if found is not None and found.contained is not None:
+            small, large, c, r = found.contained
+            contained = (docs[reps[small]], docs[reps[large]], c, r)
+        return NearResult(
+            **base,
+            edge_a=a.astype(np.int64),
+            edge_b=b_.astype(np.int64),
+            similarity=np.asarray(sim, dtype=np.float32),
+            agree=np.asarray(agree, dtype=np.int8),
+            candidates=found.candidates if found is not None else 0,
+            method_stats=found.stats if found is not None else {},
+            contained=contained,
+        )
+
+    keys, b, r = candidate_keys(signatures, supers, rows[reps], settings)
+    packed, stats = bucket_candidates(keys, reps, settings.max_bucket_pairs)
+    del keys
+    pa_pos, pb_pos = unpack_pairs(packed)
+
+    has_ss = settings.has_supershingles
+    kept_a, kept_b, kept_sim, kept_agree = [], [], [], []
+    for start in range(0, pa_pos.size, CHUNK):
+        a = pa_pos[start : start + CHUNK]
+        b_ = pb_pos[start : start + CHUNK]
+        ra, rb = rows[a], rows[b_]
+        sim = estimate_resemblance(np.asarray(signatures[ra]), np.asarray(signatures[rb]))
+        agree = (
+            supershingle_agreement(np.asarray(supers[ra]), np.asarray(supers[rb]))
+            if has_ss
+            else np.full(a.size, -1)
+        )
+        if settings.verify == "exact":
+            sim = _exact_similarity(staging, docs[a], docs[b_], settings)
+        if settings.method == "supershingles":
+            keep = agree >= VERY_SIMILAR_AGREE
+        else:
+            keep = sim >= settings.threshold
+        kept_a.append(a[keep])
+        kept_b.append(b_[keep])
+        kept_sim.append(np.asarray(sim, dtype=np.float32)[keep])
+        kept_agree.append(np.asarray(agree, dtype=np.int8)[keep])
+
+    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
+
+    return NearResult(
+        **base,
+        edge_a=cat(kept_a, np.int64),
+        edge_b=cat(kept_b, np.int64),
+        similarity=cat(kept_sim, np.float32),
+        agree=cat(kept_agree, np.int8),
+        bands=b,
+        rows_per_band=r,
+        candidates=int(pa_pos.size),
+        stats=stats,
+    )
+
+
+def write_containment(path: Path, near: NearResult) -> int:
+    """`containment.parquet`: contained-in pairs (empty when containment was not asked)."""
+    if near.contained is None:
+        table = CONTAINMENT_SCHEMA.empty_table()
+    else:
+        small, large, c, r = near.contained
+        order = np.lexsort((large, small))
+        table = pa.table(
+            {
+                "doc_small": small[order],
+                "doc_large": large[order],
+                "containment": c[order],
+                "resemblance": r[order],
+            },
+            schema=CONTAINMENT_SCHEMA,
+        )
+    pq.write_table(table, path, compression="zstd")
+    return table.num_rows
+
+
+def write_pairs(path: Path, near: NearResult) -> int:
+    """Verified pairs plus one `identical` pair per page collapsed into a class."""
+    members = np.flatnonzero(near.class_rep != np.arange(near.docs.size))
+    n_ident = members.size
+    doc_a = np.concatenate([near.docs[near.edge_a], near.docs[near.class_rep[members]]])
+    doc_b = np.concatenate([near.docs[near.edge_b], near.docs[members]])
+    similarity = np.concatenate([near.similarity, np.ones(n_ident, dtype=np.float32)])
+    agree = np.concatenate([near.agree, np.full(n_ident, -1, dtype=np.int8)])
+    kind = ["near"] * near.edge_a.size + ["identical"] * n_ident
+    order = np.lexsort((doc_b, doc_a))
+    table = pa.table(
+        {
+            "doc_a": doc_a[order],
+            "doc_b": doc_b[order],
+            "similarity": similarity[order],
+            "supershingles_agree": pa.array(agree[order], mask=agree[order] < 0),
+            "kind": pa.array(kind).take(pa.array(order)),
+        },
+        schema=PAIRS_SCHEMA,
+    )
+    pq.write_table(table, path, compression="zstd")
+    return table.num_rows
