@@ -47,7 +47,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from docs_crawl import MANUALS, docs_pages
 
 from neardup.config import Settings
-from neardup.crawls import evolution as evo
+from neardup.crawls.band_index import INDEX_THRESHOLD, BandIndex, build_band_index
+from neardup.crawls.evolution import CHANGES, evolution
+from neardup.crawls.lost_found import find_moved, find_moved_all
+from neardup.crawls.store import add_crawl, crawl_dir, list_crawls
 from neardup.kernels import sketch_texts
 from neardup.store import open_run
 
@@ -141,7 +144,7 @@ def change_by_manual(changes: pa.Table) -> list[dict]:
     not change between two crawls is told apart from one that did."""
     shares = ", ".join(
         f"printf('%.1f %%', 100 * count(*) FILTER (WHERE change = '{c}') / count(*)) AS \"{c}\""
-        for c in evo.CHANGES
+        for c in CHANGES
     )
     return (
         duckdb.sql(
@@ -180,10 +183,10 @@ def build_store(
             moved |= step
         pages = crawl_urls(releases, moved)
         t = time.perf_counter()
-        evo.add_crawl([write_crawl(tmp / f"{label}.jsonl", pages, mirror)], store, label, settings)
+        add_crawl([write_crawl(tmp / f"{label}.jsonl", pages, mirror)], store, label, settings)
         t_scan += time.perf_counter() - t
         if previous is not None:
-            table = evo.find_moved_all(store).to_pylist()
+            table = find_moved_all(store).to_pylist()
             found = sum(
                 r["old_url"] in moved_steps[-1] and r["new_url"] == moved_url(r["old_url"])
                 for r in table
@@ -206,7 +209,7 @@ def moved_since_first(store: Path, moved: set[str]) -> int:
     (`find-moved URL`: the last known content of a URL gone since)."""
     found = 0
     for url in sorted(moved):
-        hits = evo.find_moved(store, url, limit=1)
+        hits = find_moved(store, url, limit=1)
         found += bool(hits) and hits[0]["url"] == moved_url(url)
     return found
 
@@ -216,7 +219,7 @@ def query_latency(
 ) -> list[str]:
     """Median and p99 of BandIndex.lookup on ~`pages` generated documents, as report lines."""
     settings = Settings()
-    with open_run(evo.crawl_dir(store, "c1")) as con:
+    with open_run(crawl_dir(store, "c1")) as con:
         words = " ".join(t for (t,) in con.execute("SELECT text FROM page_text").fetchall())
     words = np.array(words.split())
     n, w = pages, 200
@@ -234,9 +237,9 @@ def query_latency(
     np.save(big / "signature_docs.npy", np.arange(n, dtype=np.int64))
     (big / "settings.json").write_text(settings.to_json())
     t = time.perf_counter()
-    meta = evo.build_band_index(big)
+    meta = build_band_index(big)
     t_index = time.perf_counter() - t
-    index = evo.BandIndex.open(big)
+    index = BandIndex.open(big)
     texts = []
     for i in rng.choice(starts, queries):
         q = words[i : i + w].copy()
@@ -245,7 +248,7 @@ def query_latency(
     lat, found = [], 0
     for q in sketch_texts(texts, settings).minhash:
         t = time.perf_counter()
-        _, docs, _est = index.lookup(q[None, :], evo.INDEX_THRESHOLD)
+        _, docs, _est = index.lookup(q[None, :], INDEX_THRESHOLD)
         lat.append(time.perf_counter() - t)
         found += bool(docs.size)
     lat_ms = np.array(lat) * 1000
@@ -283,10 +286,10 @@ def main() -> int:
     rng = np.random.default_rng(5)
     store, steps, moved_steps, t_scan = build_store(tmp, llvm14, args.mirrors, rng)
     t = time.perf_counter()
-    result = evo.evolution(store)
+    result = evolution(store)
     t_evo = time.perf_counter() - t
     since_first = moved_since_first(store, moved_steps[0])
-    crawls = evo.list_crawls(store)
+    crawls = list_crawls(store)
     plan = schedule(llvm14)
     phi_rows = [r | {"comparison": _kind(r)} for r in result.phi_psi_summary.to_pylist()]
     host_rows = [r | {"comparison": _kind(r)} for r in result.hosts.to_pylist()]
@@ -332,7 +335,7 @@ def main() -> int:
         "",
         "By manual (host):",
         "",
-        _table(change_by_manual(result.changes), ["crawl m → n", "host", "urls", *evo.CHANGES]),
+        _table(change_by_manual(result.changes), ["crawl m → n", "host", "urls", *CHANGES]),
         "",
         "## Lost and found",
         "",

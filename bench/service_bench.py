@@ -57,7 +57,7 @@ from neardup.service import (
     length_partition_report,
 )
 from neardup.service.api import create_service_app
-from neardup.service.index import _UnionFind, settle_component
+from neardup.service.groups import _UnionFind, settle_component
 from neardup.service.tier2 import all_pairs
 
 MANUALS = ["postgresql", "python", "llvm"]

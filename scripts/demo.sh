@@ -2,7 +2,7 @@
 # Set everything up, generate a realistic multi-host crawl offline, and scan it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --plain
 export PATH="$PWD/.venv/bin:$PATH"
 neardup demo-crawl demo/crawl --force
 neardup scan demo/crawl/warc/*.warc.gz --out demo/run --force

@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install neardup with its test tools. Idempotent.
+# Create .venv (if missing) and install neardup. Idempotent.
+#   setup.sh          neardup with its test tools: the [dev] extra (which brings [service] and
+#                     [spark]), plus Debian's chromium (web-UI tests, driven by Playwright; never a
+#                     downloaded browser) and a Java runtime (the Spark engine and its tests)
+#   setup.sh --plain  a plain `pip install neardup`: scan, dedup, report; no system packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-# Debian packages: Chromium, driven by Playwright in the web-UI tests (never a downloaded
-# browser), and a Java runtime for the Spark engine and its tests.
-NEED=()
-[ -x /usr/bin/chromium ] || NEED+=(chromium)
-command -v java >/dev/null || NEED+=(openjdk-17-jre-headless)
-if [ ${#NEED[@]} -gt 0 ] && command -v apt-get >/dev/null; then
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${NEED[@]}" >/dev/null
+MODE=${1:-full}
+if [ "$MODE" != "--plain" ]; then
+    NEED=()
+    [ -x /usr/bin/chromium ] || NEED+=(chromium)
+    command -v java >/dev/null || NEED+=(openjdk-17-jre-headless)
+    if [ ${#NEED[@]} -gt 0 ] && command -v apt-get >/dev/null; then
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${NEED[@]}" >/dev/null
+    fi
 fi
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev,spark]'
+if [ "$MODE" = "--plain" ]; then
+    .venv/bin/python -m pip install --quiet -e .
+else
+    .venv/bin/python -m pip install --quiet -e '.[dev]'
+fi

@@ -12,6 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+# Defined with the kernels, which raise it too and may not import this module; re-exported
+# here so that `neardup.config.SettingsError` stays the one class callers catch.
+from neardup.kernels.errors import SettingsError
+
 METHODS = (
     "minhash",
     "supershingles",
@@ -41,10 +45,6 @@ SKETCH_KEYS = (
     "supershingle_count",
     "supershingle_size",
 )
-
-
-class SettingsError(ValueError):
-    """Raised for an impossible combination of parameters, or a mismatch with stored data."""
 
 
 @dataclass(frozen=True)

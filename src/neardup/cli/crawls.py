@@ -1,8 +1,9 @@
-"""Command-line commands for crawls over time (registered by `cli.py`).
+"""Command-line commands for crawls over time (registered by `main.py`).
 
 `crawl` adds a crawl to a store, `evolution` compares every later crawl with the first and
 with the one before it, `find-moved` is lost and found, `query` is on-the-fly resemblance.
-The logic lives in `neardup.crawls.evolution`; this module only parses and prints.
+The logic lives in `neardup.crawls` (`store`, `evolution`, `lost_found`); this module only
+parses and prints.
 """
 
 from __future__ import annotations
@@ -19,20 +20,24 @@ from rich.table import Table
 
 from neardup.cli.output import fail, out_console
 from neardup.config import Settings, SettingsError
-from neardup.crawls import evolution as evo
 from neardup.crawls.cross_crawl import cross_crawl_clusters
+from neardup.crawls.evolution import evolution
+from neardup.crawls.lost_found import find_moved, find_moved_all, query
+from neardup.crawls.store import StoreError, add_crawl
 from neardup.ingest.readers import InputError
+from neardup.pipeline.scan import EmptyScanError
 from neardup.store import RunError
 from neardup.store.outputs import OutputError
 
 StoreOpt = Annotated[Path, typer.Option("--store", "-s", help="store folder (crawls.json)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 ERRORS = (
-    evo.StoreError,
+    StoreError,
     RunError,
     SettingsError,
     InputError,
     OutputError,
+    EmptyScanError,
     FileNotFoundError,
 )
 
@@ -92,7 +97,7 @@ def register(app: typer.Typer) -> None:
             if preset is not None and preset.lower() != "fetterly":
                 raise SettingsError(f"unknown preset {preset!r} (known: fetterly)")
             settings = Settings.fetterly(**given) if preset else Settings(**given)
-            result = evo.add_crawl(inputs, store, label, settings, workers, base_url, force)
+            result = add_crawl(inputs, store, label, settings, workers, base_url, force)
         except ERRORS as err:
             fail(str(err))
         s = result.summary
@@ -110,7 +115,7 @@ def register(app: typer.Typer) -> None:
         against the first (cumulative) and the previous one (consecutive); writes
         evolution_phi_psi.parquet and evolution_changes.parquet into the store."""
         try:
-            result = evo.evolution(store)
+            result = evolution(store)
             across = cross_crawl_clusters(store)
         except ERRORS as err:
             fail(str(err))
@@ -150,14 +155,14 @@ def register(app: typer.Typer) -> None:
             fail("give a URL or --all (not both)")
         try:
             if all_gone:
-                table = evo.find_moved_all(store, threshold)
+                table = find_moved_all(store, threshold)
                 found = sum(v is not None for v in table["new_url"].to_pylist())
                 if json_out:
                     out_console.print_json(json.dumps(table.to_pylist()))
                 else:
                     _print_table(f"{found} of {table.num_rows} gone URLs found", table)
                 return
-            hits = evo.find_moved(store, str(url), threshold)
+            hits = find_moved(store, str(url), threshold)
         except ERRORS as err:
             fail(str(err))
         if json_out:
@@ -178,7 +183,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """On-the-fly resemblance: the pages DOCUMENT resembles or is contained in."""
         try:
-            hits = evo.query(store, document, crawl, threshold, limit)
+            hits = query(store, document, crawl, threshold, limit)
         except ERRORS as err:
             fail(str(err))
         if json_out:

@@ -1,4 +1,4 @@
-"""Command-line commands for mirrors and replicated collections (registered by `cli.py`).
+"""Command-line commands for mirrors and replicated collections (registered by `main.py`).
 
 `collections`, `mirrors`, `avoid-list` and `rollup` read a finished run, print a table (or
 JSON with --json) and write their Parquet outputs into the run directory (or --out). The

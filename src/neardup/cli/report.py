@@ -1,4 +1,4 @@
-"""Command-line commands for the HTML report and the web UI (registered by `cli.py`).
+"""Command-line commands for the HTML report and the web UI (registered by `main.py`).
 
 `report` writes one self-contained HTML file (`neardup.report`); `ui` serves the local web
 app (`neardup.ui`). Both read a finished run; heavy imports (matplotlib, FastAPI) happen
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from neardup.cli.output import console, fail, out_console
+from neardup.cli.output import console, fail, out_console, require_extra
 from neardup.store import RunError
 from neardup.store.outputs import OutputError
 
@@ -58,6 +58,7 @@ def ui_command(
     port: Annotated[int, typer.Option(help="port to listen on")] = 8765,
 ) -> None:
     """Serve a local web app to explore RUN: search, clusters, diffs, mirrors, collections."""
+    require_extra("service", "ui", "fastapi", "uvicorn")
     import uvicorn
 
     from neardup.ui import create_app

@@ -1,4 +1,4 @@
-"""Command-line commands for the service work (registered by `cli.py`)."""
+"""Command-line commands for the service work (registered by `main.py`)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ def register(app: typer.Typer) -> None:
         max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 10 << 20,
     ) -> None:
         """Serve the incremental duplicate index over HTTP (OpenAPI at /api/docs)."""
+        from neardup.cli.output import require_extra
+
+        require_extra("service", "serve", "fastapi", "uvicorn")
         import uvicorn
 
         from neardup.service.api import create_service_app

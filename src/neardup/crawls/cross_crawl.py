@@ -3,8 +3,12 @@
 Each crawl of a store is clustered on its own when it is scanned. Questions that span crawls
 (is this week's page a copy of one seen last month on another host? which clusters persist?)
 need one clustering of all of them together. The crawls' stored signatures are compared as
-they are: the same LSH bands tuned recall first, the same verification against the threshold,
-and the same core rule as a scan. Nothing is re-read or re-sketched.
+they are, through the scan's own near-duplicate functions (`pipeline.steps.near_pairs`): the
+same LSH band shape (as set, or tuned recall first), the same bucket cap, the same
+verification against the threshold, and the same core rule. Nothing is re-read or
+re-sketched. Only the min-hash signatures are stored with a crawl, so pages are always
+bucketed by LSH bands and verified by estimated resemblance, whatever the scan's method; and
+every page is compared, not one per equivalence class, since the classes are per crawl.
 """
 
 from __future__ import annotations
@@ -16,15 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.crawls.evolution import StoreError, list_crawls
-from neardup.kernels import band_keys, estimate_resemblance
-from neardup.kernels.buckets import bucket_candidates, unpack_pairs
+from neardup.crawls.store import StoreError, list_crawls
 from neardup.kernels.graph import Graph, core_clusters
-from neardup.kernels.tuning import recall_first_bands
+from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, verified_candidates
 from neardup.store import load_settings
 
 OUTPUT = "cross_clusters.parquet"
-CHUNK = 200_000
 
 
 def _crawl_pages(run: Path) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -59,19 +60,9 @@ def cross_crawl_clusters(store: str | Path) -> pa.Table:
         signatures.append(crawl_sigs)
     sig = np.concatenate(signatures)
     n = sig.shape[0]
-    bands, rows = recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
-    keys = (
-        np.concatenate([band_keys(sig[i : i + CHUNK], bands, rows) for i in range(0, n, CHUNK)])
-        if n
-        else np.empty((0, bands), dtype=np.int64)
-    )
-    packed, _ = bucket_candidates(keys, np.arange(n), settings.max_bucket_pairs)
-    a, b = unpack_pairs(packed)
-    sim = np.empty(a.size, dtype=np.float64)
-    for i in range(0, a.size, CHUNK):
-        sim[i : i + CHUNK] = estimate_resemblance(sig[a[i : i + CHUNK]], sig[b[i : i + CHUNK]])
-    keep = sim >= settings.threshold
-    graph = Graph.from_edges(n, a[keep], b[keep], sim[keep])
+    keys = lsh_keys(sig, None, *lsh_shape(settings))
+    edges = verified_candidates(keys, np.arange(n), sig, settings)
+    graph = Graph.from_edges(n, edges.a, edges.b, edges.similarity)
     rep = core_clusters(graph, settings.strong_similarity)
     label_array = pa.array(labels, pa.string())
     url_array = pa.array(urls, pa.string())

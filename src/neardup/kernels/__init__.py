@@ -26,7 +26,13 @@ from neardup.kernels.batch import (
 )
 from neardup.kernels.common import CommonShingles
 from neardup.kernels.hashing import as_int64, fingerprint64
-from neardup.kernels.lsh import band_keys, candidate_probability, optimal_bands
+from neardup.kernels.lsh import (
+    BandTable,
+    band_keys,
+    candidate_probability,
+    optimal_bands,
+    recall_first_bands,
+)
 from neardup.kernels.minhash import (
     EMPTY_VALUE,
     SIGNATURE_DTYPE,
@@ -62,6 +68,7 @@ from neardup.kernels.tokens import (
 __all__ = [
     "EMPTY_VALUE",
     "SIGNATURE_DTYPE",
+    "BandTable",
     "CommonShingles",
     "Sketch",
     "SketchBatch",
@@ -87,6 +94,7 @@ __all__ = [
     "optimal_bands",
     "pack_arrow",
     "pack_texts",
+    "recall_first_bands",
     "set_fingerprint",
     "shingle_hashes",
     "sketch_arrow",

@@ -27,7 +27,6 @@ import numpy as np
 import xxhash
 from numba import njit
 
-from neardup.config import Settings
 from neardup.kernels.common import CommonShingles, is_common_bit
 from neardup.kernels.hashing import (
     TAG_SHINGLE_SET,
@@ -39,6 +38,7 @@ from neardup.kernels.hashing import (
     mix64,
 )
 from neardup.kernels.minhash import SIGNATURE_DTYPE, minhash_into, minhash_params
+from neardup.kernels.params import SketchParams
 from neardup.kernels.shingles import (
     scratch_capacity,
     shingle_fps,
@@ -147,7 +147,7 @@ def _sketch_kernel(
 
 
 def _filter_args(
-    common: CommonShingles | None, settings: Settings
+    common: CommonShingles | None, settings: SketchParams
 ) -> tuple[bool, np.ndarray, np.ndarray, np.uint64]:
     if common is None or settings.max_shingle_df <= 0:
         return False, np.zeros((1, 1), dtype=np.uint8), np.zeros(1, dtype=np.uint64), U64(63)
@@ -158,7 +158,7 @@ def _filter_args(
 def sketch_packed(
     buf: np.ndarray,
     offsets: np.ndarray,
-    settings: Settings,
+    settings: SketchParams,
     common: CommonShingles | None = None,
 ) -> SketchBatch:
     """`sketch_batch` of canonical texts already packed as UTF-8 + offsets."""
@@ -219,13 +219,13 @@ def sketch_packed(
 
 
 def sketch_batch(
-    canonical_texts: list[str], settings: Settings, common: CommonShingles | None = None
+    canonical_texts: list[str], settings: SketchParams, common: CommonShingles | None = None
 ) -> SketchBatch:
     """Sketch canonical texts (see `canonicalize`); `common` drops the shingles it flags."""
     return sketch_packed(*pack_texts(canonical_texts), settings, common)
 
 
-def sketch_text(text: str, settings: Settings, common: CommonShingles | None = None) -> Sketch:
+def sketch_text(text: str, settings: SketchParams, common: CommonShingles | None = None) -> Sketch:
     """Sketch one raw text, from its full sorted shingle set.
 
     This path shares the kernels' building blocks but not the batch kernel itself (sorting
@@ -263,7 +263,7 @@ def sketch_text(text: str, settings: Settings, common: CommonShingles | None = N
 
 
 def sketch_texts(
-    texts: list[str], settings: Settings, common: CommonShingles | None = None
+    texts: list[str], settings: SketchParams, common: CommonShingles | None = None
 ) -> SketchBatch:
     """Sketch raw texts: canonicalise and sketch the packed batch without building the
     canonical strings (the fastest route from text to sketches)."""
@@ -271,7 +271,7 @@ def sketch_texts(
 
 
 def sketch_arrow(
-    texts: Any, settings: Settings, common: CommonShingles | None = None
+    texts: Any, settings: SketchParams, common: CommonShingles | None = None
 ) -> SketchBatch:
     """Sketch *raw* texts given as an Arrow string (chunked) array, e.g. a Parquet column:
     the fastest route, since Arrow already holds the texts as packed UTF-8 and no Python

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from neardup.config import Settings
 from neardup.kernels.hashing import TAG_TOKEN, U64, combine, derive_seed, derive_seeds, finish
+from neardup.kernels.params import ChunkParams
 from neardup.kernels.shingles import token_hashes
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow, pack_texts
 
@@ -135,7 +135,7 @@ def _chunk_kernel(
 
 
 def chunk_fingerprints_packed(
-    buf: np.ndarray, offsets: np.ndarray, settings: Settings
+    buf: np.ndarray, offsets: np.ndarray, settings: ChunkParams
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distinct chunk fingerprints (sorted uint64) of raw packed texts, flat, with per-text
     offsets (n + 1)."""
@@ -157,12 +157,12 @@ def chunk_fingerprints_packed(
     )
 
 
-def chunk_fingerprints_arrow(texts: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+def chunk_fingerprints_arrow(texts: Any, settings: ChunkParams) -> tuple[np.ndarray, np.ndarray]:
     """`chunk_fingerprints_packed` of an Arrow string column (raw page text)."""
     return chunk_fingerprints_packed(*pack_arrow(texts), settings)
 
 
-def chunk_fingerprints(text: str, settings: Settings) -> np.ndarray:
+def chunk_fingerprints(text: str, settings: ChunkParams) -> np.ndarray:
     """Sorted distinct chunk fingerprints of one raw text."""
     flat, _ = chunk_fingerprints_packed(*pack_texts([text]), settings)
     return flat

@@ -43,8 +43,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.config import Settings, SettingsError
+from neardup.kernels.errors import SettingsError
 from neardup.kernels.hashing import TAG_COUNTMIN, U64, derive_seeds, mix64
+from neardup.kernels.params import SketchParams
 
 DEFAULT_DEPTH = 3
 DEFAULT_WIDTH = 1 << 24
@@ -126,7 +127,7 @@ class CommonShingles:
 
     @classmethod
     def empty(
-        cls, settings: Settings, depth: int = DEFAULT_DEPTH, width: int = DEFAULT_WIDTH
+        cls, settings: SketchParams, depth: int = DEFAULT_DEPTH, width: int = DEFAULT_WIDTH
     ) -> CommonShingles:
         if depth < 1 or width < 8 or width & (width - 1):
             raise ValueError("need depth >= 1 and a power-of-two width >= 8")
@@ -154,7 +155,7 @@ class CommonShingles:
     def row_seeds(self) -> np.ndarray:
         return derive_seeds(self.seed, TAG_COUNTMIN, self.depth)
 
-    def check(self, settings: Settings) -> None:
+    def check(self, settings: SketchParams) -> None:
         """Raise SettingsError unless this filter was counted with these sketch settings."""
         mine = (self.seed, self.shingle_size, self.wrap, self.max_df)
         theirs = (

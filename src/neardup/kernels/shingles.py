@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from neardup.config import Settings
 from neardup.kernels.hashing import (
     GOLDEN,
     TAG_SHINGLE,
@@ -36,6 +35,7 @@ from neardup.kernels.hashing import (
     derive_seeds,
     mix64,
 )
+from neardup.kernels.params import ShingleParams, Shingling
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow, pack_texts
 from neardup.kernels.wordops import ctz64, load_u64, padded
 
@@ -225,7 +225,7 @@ def _packed_shingles(
 
 
 def packed_shingles(
-    buf: np.ndarray, offsets: np.ndarray, settings: Settings, unique: bool
+    buf: np.ndarray, offsets: np.ndarray, settings: ShingleParams, unique: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """`_packed_shingles` with the constants of `settings`."""
     tseed, coeffs, sseed = shingle_params(settings.seed, settings.shingle_size)
@@ -247,13 +247,13 @@ def shingle_hashes(canonical: str, shingle_size: int, wrap: bool, seed: int) -> 
     """One uint64 fingerprint per shingle position of a canonical text (see module doc)."""
     if shingle_size < 1:
         raise ValueError("shingle_size must be at least 1")
-    settings = Settings(shingle_size=shingle_size, wrap_shingles=wrap, seed=seed)
-    flat, _ = packed_shingles(*pack_texts([canonical]), settings, unique=False)
+    params = Shingling(shingle_size=shingle_size, wrap_shingles=wrap, seed=seed)
+    flat, _ = packed_shingles(*pack_texts([canonical]), params, unique=False)
     return flat
 
 
 def doc_shingle_counts(
-    canonical_texts: list[str], settings: Settings
+    canonical_texts: list[str], settings: ShingleParams
 ) -> tuple[np.ndarray, np.ndarray]:
     """Document frequency of every shingle of a batch: (sorted unique uint64 fingerprints,
     int64 number of documents containing each). Each document counts a shingle once, as
@@ -263,7 +263,7 @@ def doc_shingle_counts(
 
 
 def doc_shingle_counts_packed(
-    buf: np.ndarray, offsets: np.ndarray, settings: Settings
+    buf: np.ndarray, offsets: np.ndarray, settings: ShingleParams
 ) -> tuple[np.ndarray, np.ndarray]:
     """`doc_shingle_counts` of canonical texts packed as UTF-8 + offsets."""
     flat, _ = packed_shingles(buf, offsets, settings, unique=True)
@@ -271,7 +271,7 @@ def doc_shingle_counts_packed(
     return hashes, counts.astype(np.int64)
 
 
-def doc_shingle_counts_arrow(texts: Any, settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+def doc_shingle_counts_arrow(texts: Any, settings: ShingleParams) -> tuple[np.ndarray, np.ndarray]:
     """`doc_shingle_counts` of *raw* texts in an Arrow string (chunked) array, canonicalised
     in the kernel, without Python strings."""
     return doc_shingle_counts_packed(*canonicalize_packed(*pack_arrow(texts)), settings)

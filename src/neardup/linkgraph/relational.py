@@ -7,7 +7,7 @@ on DuckDB (the embedded engine) or on Spark SQL
 agree, `<step>.spark.sql` holds the Spark spelling of `<step>.sql` and says why. The steps
 see a `Connection`, never which engine is behind it.
 
-The one step SQL does badly, connected components, is done here with scipy on integer ids,
+The one step SQL does badly, connected components, is done here on integer ids (`kernels.graph`),
 and the labels go back to SQL as an Arrow table (docs/spark_relational.md says why that
 stays on the driver).
 """
@@ -20,9 +20,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
+from neardup.kernels.graph import Graph, connected_components
 from neardup.pipeline.executors import ENGINES
 from neardup.store import open_run
 from neardup.store.sql_files import sql_folder
@@ -128,28 +127,28 @@ def components(ids: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Connected components of the graph on `ids` with edges (a[i], b[i]), as labels.
 
     Each node is labelled with the smallest id of its component, so labels are stable
-    whatever order scipy visits the graph in. Edges whose ends are not in `ids` are an error.
+    whatever order the graph is visited in. The components themselves come from
+    `kernels.graph`, as everywhere else. Edges whose ends are not in `ids` are an error.
     """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.size == 0:
         return ids.copy()
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
-    n = ids.size
-    ia, ib = (_positions(sorted_ids, order, np.asarray(x, dtype=np.int64)) for x in (a, b))
-    graph = coo_matrix((np.ones(ia.size, dtype=np.int8), (ia, ib)), shape=(n, n)).tocsr()
-    _, labels = connected_components(graph, directed=False)
-    smallest = np.full(labels.max() + 1, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(smallest, labels, ids)
-    return smallest[labels]
+    ia, ib = (_positions(sorted_ids, np.asarray(x, dtype=np.int64)) for x in (a, b))
+    # nodes are positions in id order, so a component's smallest node is its smallest id
+    labels = connected_components(Graph.from_edges(ids.size, ia, ib))
+    out = np.empty_like(ids)
+    out[order] = sorted_ids[labels]
+    return out
 
 
-def _positions(sorted_ids: np.ndarray, order: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Index in the original `ids` of each value (each must be present)."""
+def _positions(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each value among the sorted ids (each must be present)."""
     pos = np.searchsorted(sorted_ids, values)
     if values.size and (pos.max() >= sorted_ids.size or (sorted_ids[pos] != values).any()):
         raise ValueError("edge endpoint not among the graph's ids")
-    return order[pos]
+    return pos
 
 
 def register_table(con: Connection, name: str, data: pa.Table | dict) -> None:

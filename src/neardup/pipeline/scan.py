@@ -1,8 +1,9 @@
 """`scan`: the whole pipeline from input files to a finished run directory.
 
-ingest -> sketch -> near-duplicate pairs -> clusters -> store. An engine (embedded by
-default, or Spark) runs the stages up to the clusters; they exchange Parquet files in a
-staging directory next to the output, from which the store is built here. The finished
+ingest -> sketch -> near-duplicate pairs -> clusters -> store. The stages up to the clusters
+run in the shared order of `neardup.pipeline.stages`, each implemented by an engine (embedded
+by default, or Spark); they exchange Parquet files in a staging directory next to the
+output, from which the store is built here. The finished
 directory replaces the output in one rename, so an interrupted scan never leaves a
 half-written run.
 """
@@ -23,8 +24,9 @@ from neardup.config import Settings
 from neardup.ingest import detect_input_kind
 from neardup.pipeline.executors import ScanEngine, engine_named
 from neardup.pipeline.progress import Progress, SilentProgress
+from neardup.pipeline.stages import run_stages
 from neardup.store import build_store
-from neardup.store.outputs import check_folder, replacing_folder
+from neardup.store.outputs import check_folder, marker_kind, replacing_folder
 
 
 @dataclass
@@ -37,6 +39,14 @@ class ScanResult:
     @property
     def stage_seconds(self) -> dict[str, float]:
         return self.summary.get("stage_seconds", {})
+
+
+class EmptyScanError(RuntimeError):
+    """A scan that read no usable page, where a run already stands: it is not published."""
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 def scan(
@@ -79,7 +89,7 @@ def scan(
         times[key] = time.perf_counter() - t
 
     with replacing_folder(out, "run", paths, force) as staging:
-        outcome = runner.run_stages(paths, staging, settings, base_url, stage, progress)
+        outcome = run_stages(runner, paths, staging, settings, base_url, stage, progress)
         with stage("store", "store"):
             summary = build_store(staging, settings, workers=outcome.workers)
 
@@ -108,6 +118,12 @@ def scan(
             }
         )
         summary = {k: (int(v) if isinstance(v, np.integer) else v) for k, v in summary.items()}
+        if summary.get("sketched", 0) == 0 and marker_kind(out) == "run":
+            raise EmptyScanError(
+                f"no usable page could be read from the input; {out} still holds its "
+                "previous run (an empty scan never replaces one)",
+                summary,
+            )
         (staging / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")
         (staging / "summary.json").write_text(
             json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"

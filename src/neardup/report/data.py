@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 import pyarrow.parquet as pq
 
-from neardup.kernels.tuning import candidate_probability
+from neardup.kernels.lsh import candidate_probability
 
 # Pages compared by the scan (skipped records have no fingerprints nor cluster).
 COMPARED = "skipped_reason IS NULL"

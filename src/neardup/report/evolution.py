@@ -18,7 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from neardup.crawls import evolution as evo
+from neardup.crawls.evolution import CHANGES, evolution
+from neardup.crawls.store import CRAWLS_FILE, list_crawls
 from neardup.store import RunError
 
 
@@ -36,10 +37,10 @@ class ReportTarget:
 def find_store(path: Path) -> Path | None:
     """The store of a report path: the path itself when it holds `crawls.json`, or the store
     of one of its crawl directories (`store/crawls/LABEL`)."""
-    if (path / evo.CRAWLS_FILE).exists():
+    if (path / CRAWLS_FILE).exists():
         return path
     store = path.parent.parent
-    if path.parent.name == "crawls" and (store / evo.CRAWLS_FILE).exists():
+    if path.parent.name == "crawls" and (store / CRAWLS_FILE).exists():
         return store
     return None
 
@@ -51,7 +52,7 @@ def report_target(path: str | Path) -> ReportTarget:
     store = find_store(path)
     if store is None:
         return ReportTarget(path, None, None)
-    crawls = evo.list_crawls(store)
+    crawls = list_crawls(store)
     if not crawls:
         raise RunError(f"{store} holds no crawl; add one with `neardup scan --crawl`")
     if store == path:
@@ -80,8 +81,8 @@ def _change_rows(summary: pa.Table) -> list[dict[str, Any]]:
             {
                 **{k: r[k] for k in ("crawl_m", "crawl_n", "kind", "bucket")},
                 "urls": 0,
-                "counts": dict.fromkeys(evo.CHANGES, 0),
-                "shares": dict.fromkeys(evo.CHANGES, 0.0),
+                "counts": dict.fromkeys(CHANGES, 0),
+                "shares": dict.fromkeys(CHANGES, 0.0),
             },
         )
         row["urls"] += r["urls"]
@@ -96,10 +97,10 @@ def evolution_section(store: Path | None) -> dict[str, Any] | None:
     compare, saying nothing is right."""
     if store is None:
         return None
-    crawls = evo.list_crawls(store)
+    crawls = list_crawls(store)
     if len(crawls) < 2:
         return None
-    result = evo.evolution(store, write=False)
+    result = evolution(store, write=False)
     labels = [c["label"] for c in crawls]
     phi_psi = _rows(result.phi_psi_summary)
     changes = _change_rows(result.change_summary)
@@ -108,7 +109,7 @@ def evolution_section(store: Path | None) -> dict[str, Any] | None:
         "crawls": crawls,
         "phi_psi": phi_psi,
         "changes": changes,
-        "changes_list": list(evo.CHANGES),
+        "changes_list": list(CHANGES),
         "hosts": hosts,
         "figures": {
             "crawls": labels,

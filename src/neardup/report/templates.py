@@ -35,12 +35,14 @@ def script_json(data: Any) -> str:
 
 
 @cache
-def environment() -> Environment:
-    """One environment for both packages' templates, loaded once."""
+def environment(*packages: str) -> Environment:
+    """The report's templates, plus those of `packages` (the UI passes its own), loaded once.
+
+    The report never names the UI: the UI sits above it and needs FastAPI, which a plain
+    install leaves out."""
+    loaders = [PackageLoader(p, "templates") for p in packages]
     env = Environment(
-        loader=ChoiceLoader(
-            [PackageLoader("neardup.report", "templates"), PackageLoader("neardup.ui", "templates")]
-        ),
+        loader=ChoiceLoader([*loaders, PackageLoader("neardup.report", "templates")]),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,

@@ -1,15 +1,7 @@
 """Incremental duplicate service: a persistent two-tier index (DuckDB) and its HTTP API."""
 
-from neardup.service.index import (
-    BatchReport,
-    PageUpdate,
-    ServiceError,
-    ServiceIndex,
-    ServiceOptions,
-    html_to_text,
-    partition_group,
-    winner_key,
-)
+from neardup.service.groups import partition_group, winner_key
+from neardup.service.index import ServiceIndex
 from neardup.service.lengths import (
     LengthMap,
     balanced_edges,
@@ -20,6 +12,13 @@ from neardup.service.lengths import (
 )
 from neardup.service.popularity import RedirectGraph, effective_popularity
 from neardup.service.tier2 import SignatureStore
+from neardup.service.updates import (
+    BatchReport,
+    PageUpdate,
+    ServiceError,
+    ServiceOptions,
+    html_to_text,
+)
 
 __all__ = [
     "BatchReport",

@@ -15,7 +15,8 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from neardup.service.index import PageUpdate, ServiceError, ServiceIndex, html_to_text
+from neardup.service.index import ServiceIndex
+from neardup.service.updates import PageUpdate, ServiceError, html_to_text
 
 MAX_BODY = 10 * 1024 * 1024
 MAX_BATCH = 10_000

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from neardup.ingest import extract_page, iter_records
-from neardup.service.index import PageUpdate, ServiceIndex
+from neardup.service.index import ServiceIndex
+from neardup.service.updates import PageUpdate
 from neardup.store.outputs import check_no_overlap
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from neardup.kernels import SIGNATURE_DTYPE, band_keys
+from neardup.kernels.lsh import BandTable
 from neardup.service.lengths import LengthMap
 
 REFIT_GROWTH = 1.25  # re-slice the length grid when the live rows grew or shrank this much
@@ -305,25 +306,10 @@ class SignatureStore:
         if self._layout is None:  # band keys sorted per band, reused until the store changes
             live = np.flatnonzero(self.alive[: self.top])
             keys = band_keys(self.sigs[live], self.bands, self.rows_per_band)
-            orders = np.argsort(keys, axis=0, kind="stable")
-            self._layout = (live, orders, np.take_along_axis(keys, orders, axis=0))
-        live, orders, sorted_keys = self._layout
+            self._layout = (BandTable.build(keys.T, live),)
+        (table,) = self._layout
         qkeys = band_keys(np.ascontiguousarray(qsigs), self.bands, self.rows_per_band)
-        qi_all, row_all = [], []
-        for b in range(self.bands):  # one vectorised join per band
-            order, col = orders[:, b], sorted_keys[:, b]
-            lo = np.searchsorted(col, qkeys[:, b], side="left")
-            hi = np.searchsorted(col, qkeys[:, b], side="right")
-            cnt = hi - lo
-            qi = np.repeat(np.arange(len(qsigs)), cnt)
-            starts = np.repeat(lo - np.cumsum(cnt) + cnt, cnt)
-            pos = starts + np.arange(cnt.sum())
-            qi_all.append(qi)
-            row_all.append(live[order[pos]])
-        qi = np.concatenate(qi_all)
-        rows = np.concatenate(row_all)
-        pair = np.unique(qi * np.int64(len(self.alive)) + rows)
-        qi, rows = pair // len(self.alive), pair % len(self.alive)
+        qi, rows = table.lookup(qkeys)  # one vectorised join per band, no bucket cap
         keep = rows != qrows[qi]
         qi, rows = qi[keep], rows[keep]
         ag = _pairs_agreement(np.ascontiguousarray(qsigs), qi, self.sigs, rows)

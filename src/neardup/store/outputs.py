@@ -12,8 +12,10 @@ Every command and API call that writes (`scan`, `dedup`, `crawl`, `add`, `report
    (the HTML report) is replaced only when it is one neardup wrote (it carries the marker
    in its text).
 3. **Built beside, renamed into place.** Folders are assembled in a hidden sibling staging
-   folder and swapped in with renames; files are written to a hidden sibling and renamed
-   over the target. A failure or a kill leaves the previous state, never a half-written one.
+   folder and swapped in with one atomic exchange (two renames where the system has none);
+   files are written to a hidden sibling and renamed over the target. A failure or a kill
+   leaves the previous state, never a half-written one, and the next writer cleans what a
+   killed one left (`clean_debris`).
 
 A refusal is an `OutputError` whose message is one line that says what to do; the command
 line prints it and exits with status 2.
@@ -21,9 +23,11 @@ line prints it and exits with status 2.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -180,15 +184,87 @@ def _sibling(target: Path, tag: str) -> Path:
     return target.parent / f".{target.name}.{tag}-{os.getpid()}"
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def clean_debris(target: Path) -> list[Path]:
+    """Remove what a killed writer left beside `target`, and put back an output it had moved.
+
+    A writer killed with SIGKILL (the OOM killer's way) cannot clean up: its staging folder
+    `.NAME.staging-PID` stays, and where publishing fell back to two renames, a kill between
+    them leaves the previous output as `.NAME.old-PID` and nothing at `NAME`. Only entries
+    of dead processes are touched. Returns the paths removed or restored."""
+    touched: list[Path] = []
+    if not target.parent.is_dir():
+        return touched
+    prefix = f".{target.name}."
+    for entry in target.parent.iterdir():
+        tag, _, pid = entry.name[len(prefix) :].rpartition("-")
+        if not entry.name.startswith(prefix) or tag not in ("staging", "old", "tmp"):
+            continue
+        if not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        if tag == "old" and not target.exists() and marker_kind(entry) is not None:
+            entry.rename(target)  # the previous output, moved away by a killed publish
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        touched.append(entry)
+    return touched
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where the
+    system or file system cannot, so the caller falls back to two renames."""
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    return done == 0
+
+
+def _publish(staging: Path, target: Path) -> None:
+    """Put `staging` at `target`: one atomic swap where the system allows it, so a reader or
+    a kill sees the old output or the new one, never neither."""
+    if not target.exists():
+        staging.rename(target)
+        return
+    if _exchange(staging, target):
+        shutil.rmtree(staging)  # now the previous output
+        return
+    old = _sibling(target, "old")
+    target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old)
+
+
 @contextmanager
 def replacing_folder(
     out: str | Path, kind: str, inputs: Iterable[str | Path] = (), force: bool = False
 ) -> Iterator[Path]:
-    """Yield an empty staging folder; on success it becomes `out` in one rename.
+    """Yield an empty staging folder; on success it replaces `out` in one atomic swap.
 
-    The checks of `check_folder` come first. The previous output, if any (and only when it
-    is neardup's own, as checked), is removed after the new one is in place; on any error
-    the staging folder is removed and `out` is left as it was."""
+    The checks of `check_folder` come first, after the debris of killed writers is cleaned.
+    The previous output, if any (and only when it is neardup's own, as checked), is removed
+    after the new one is in place; on any error the staging folder is removed and `out` is
+    left as it was."""
+    clean_debris(_resolved(out))
     target = check_folder(out, kind, inputs, force)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = _sibling(target, "staging")
@@ -198,13 +274,9 @@ def replacing_folder(
     try:
         yield staging
         write_marker(staging, kind)
-        old = _sibling(target, "old")
         if target.exists():
             check_folder(out, kind, inputs, force=True)  # nothing new arrived meanwhile
-            target.rename(old)
-        staging.rename(target)
-        if old.exists():
-            shutil.rmtree(old)
+        _publish(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

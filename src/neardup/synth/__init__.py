@@ -7,7 +7,8 @@ copies which and how it was edited.
 """
 
 from neardup.synth.corpus import Document, Section, stdlib_documents
-from neardup.synth.crawl import DemoCrawl, SyntheticCrawl, generate_demo_crawl
+from neardup.synth.crawl import SyntheticCrawl
+from neardup.synth.demo_crawl import DemoCrawl, generate_demo_crawl
 from neardup.synth.edits import (
     edit_document,
     expected_jaccard,

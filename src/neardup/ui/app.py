@@ -29,7 +29,7 @@ RESULTS_TO_ROLL_UP = 50
 
 def _render(name: str, request: Request, status: int = 200, **ctx: Any) -> HTMLResponse:
     html = (
-        environment()
+        environment("neardup.ui")
         .get_template(name)
         .render(request=request, url_for_page=_pager(request), **ctx)
     )

@@ -1,10 +1,13 @@
 """What a scan engine does and what it hands back, whichever engine it is.
 
-`neardup.pipeline.scan.scan` prepares a staging directory, asks an engine to run the stages that
-turn inputs into the staging tables (`pages_raw`, `page_text`, `links`, `sketches`,
-`signatures.npy`, `pairs`, `containment`, `assignments`), then builds the store from those
-tables itself. The pipeline therefore never knows whether the stages ran in local worker
-processes or on a Spark cluster; both engines write the same tables, row for row.
+`neardup.pipeline.scan.scan` prepares a staging directory and runs the stages that turn inputs
+into the staging tables (`pages_raw`, `page_text`, `links`, `sketches`, `signatures.npy`,
+`pairs`, `containment`, `assignments`), then builds the store from those tables itself. The
+order of the stages is `neardup.pipeline.stages.STAGES`, the same for every engine; an engine
+only supplies `StageSteps`, one method per stage, and whatever it must set up before the
+first and finish after the last (see `ScanEngine.steps`). The pipeline therefore never knows
+whether the stages ran in local worker processes or on a Spark cluster; both engines write
+the same tables, row for row.
 """
 
 from __future__ import annotations
@@ -48,12 +51,45 @@ class StagesOutcome:
     engine: str = "embedded"
 
 
+class StageSteps(Protocol):
+    """One scan's stages as one engine runs them, a method per key of `STAGES`, called in
+    that order. Each method leaves its tables in the staging folder (or wherever the
+    engine's teardown collects them from) and records its figures in `outcome`."""
+
+    workers: int  # the parallelism the stages ran with; the store build reuses it
+
+    def ingest(self, outcome: StagesOutcome) -> None:
+        """Read and extract every input; set records, with_text and formats."""
+        ...
+
+    def count(self, outcome: StagesOutcome) -> None:
+        """Count shingle document frequencies (only when `max_shingle_df` asks for it)."""
+        ...
+
+    def sketch(self, outcome: StagesOutcome) -> None:
+        """Sketch every page with text."""
+        ...
+
+    def features(self, outcome: StagesOutcome) -> None:
+        """Compute the feature method's features (only for those methods)."""
+        ...
+
+    def near(self, outcome: StagesOutcome) -> None:
+        """Find and verify near-duplicate pairs; write `pairs` and `containment`; set the
+        candidate and pair figures."""
+        ...
+
+    def cluster(self, outcome: StagesOutcome) -> None:
+        """Cluster the verified graph; write `assignments`."""
+        ...
+
+
 class ScanEngine(Protocol):
-    """Runs the scan's stages from the inputs to the staging tables."""
+    """Supplies the steps of a scan; `neardup.pipeline.stages.run_stages` runs them."""
 
     name: str
 
-    def run_stages(
+    def steps(
         self,
         inputs: list[str],
         staging: Path,
@@ -61,6 +97,9 @@ class ScanEngine(Protocol):
         base_url: str | None,
         stage: StageTimer,
         progress: Progress,
-    ) -> StagesOutcome:
-        """Write the staging tables for `inputs` into `staging`."""
+    ) -> AbstractContextManager[StageSteps]:
+        """Set up for one scan and yield its steps; on a clean exit, leave the staging
+        tables in `staging`. Setup and teardown of the engine's own (starting Spark,
+        collecting its tables) are timed with `stage` under keys of the engine's own, so
+        they show in the summary's `stage_seconds` next to the shared stages."""
         ...

@@ -2,11 +2,13 @@
 
 The default: it needs nothing but the package, streams its input and keeps memory bounded
 (see `LocalEngine`). The Spark engine (`neardup.pipeline.executors.spark`) runs the same stages
-on a cluster.
+on a cluster; the order of both is `neardup.pipeline.stages.STAGES`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from neardup.config import Settings
@@ -14,10 +16,10 @@ from neardup.pipeline.executors.base import StagesOutcome, StageTimer
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.progress import Progress
 from neardup.pipeline.steps.clusters import run_clusters
-from neardup.pipeline.steps.features import FEATURE_METHODS, run_features
+from neardup.pipeline.steps.features import Features, run_features
 from neardup.pipeline.steps.ingest import run_ingest
-from neardup.pipeline.steps.near import run_near, write_containment, write_pairs
-from neardup.pipeline.steps.sketch import count_common_shingles, run_sketch
+from neardup.pipeline.steps.near import NearResult, run_near, write_containment, write_pairs
+from neardup.pipeline.steps.sketch import SketchResult, count_common_shingles, run_sketch
 
 
 class EmbeddedEngine:
@@ -28,7 +30,8 @@ class EmbeddedEngine:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers
 
-    def run_stages(
+    @contextmanager
+    def steps(
         self,
         inputs: list[str],
         staging: Path,
@@ -36,41 +39,74 @@ class EmbeddedEngine:
         base_url: str | None,
         stage: StageTimer,
         progress: Progress,
-    ) -> StagesOutcome:
-        with LocalEngine(self.workers) as engine:
-            with stage("ingest", "read + extract"):
-                ingest = run_ingest(inputs, staging, settings, engine, base_url, progress.advance)
-            if settings.max_shingle_df and ingest.with_text > settings.max_shingle_df:
-                with stage("count", "count shingles", ingest.with_text):
-                    count_common_shingles(staging, settings, engine, progress.advance)
-            with stage("sketch", "sketch", ingest.with_text):
-                sketched = run_sketch(staging, settings, engine, progress.advance)
-            features = None
-            if settings.method in FEATURE_METHODS:
-                with stage("features", settings.method, ingest.with_text):
-                    features = run_features(staging, settings, engine, progress.advance)
-            workers = engine.workers
+    ) -> Iterator[EmbeddedSteps]:
+        """The worker pool lives as long as the steps; nothing to set up or collect."""
+        with LocalEngine(self.workers) as pool:
+            yield EmbeddedSteps(pool, inputs, staging, settings, base_url, progress)
 
-        with stage("near", "candidates + verify"):
-            near = run_near(staging, settings, sketched, features)
-            del features
-            n_pairs = write_pairs(staging / "pairs.parquet", near)
-            n_contained = write_containment(staging / "containment.parquet", near)
-        with stage("cluster", "cluster"):
-            run_clusters(staging, near, settings)
-        return StagesOutcome(
-            records=ingest.records,
-            with_text=ingest.with_text,
-            formats=ingest.formats,
-            workers=workers,
-            bands=near.bands,
-            rows_per_band=near.rows_per_band,
-            candidates=near.candidates,
-            candidates_emitted=near.stats.emitted,
-            large_buckets=near.stats.large_buckets,
-            verified_pairs=int(near.edge_a.size),
-            pairs_rows=n_pairs,
-            containment_rows=n_contained,
-            method_stats=near.method_stats,
-            engine=self.name,
+
+class EmbeddedSteps:
+    """One scan's stages in this process and its pool; each stage's result is kept for the
+    next (the sketch for the near stage, the near result for clustering)."""
+
+    def __init__(
+        self,
+        pool: LocalEngine,
+        inputs: list[str],
+        staging: Path,
+        settings: Settings,
+        base_url: str | None,
+        progress: Progress,
+    ) -> None:
+        self.pool = pool
+        self.workers = pool.workers
+        self.inputs = inputs
+        self.staging = staging
+        self.settings = settings
+        self.base_url = base_url
+        self.progress = progress
+        self._sketched: SketchResult | None = None
+        self._features: Features | None = None
+        self._near: NearResult | None = None
+
+    def ingest(self, outcome: StagesOutcome) -> None:
+        advance = self.progress.advance
+        ingest = run_ingest(
+            self.inputs, self.staging, self.settings, self.pool, self.base_url, advance
         )
+        outcome.records = ingest.records
+        outcome.with_text = ingest.with_text
+        outcome.formats = ingest.formats
+
+    def count(self, outcome: StagesOutcome) -> None:
+        count_common_shingles(self.staging, self.settings, self.pool, self.progress.advance)
+
+    def sketch(self, outcome: StagesOutcome) -> None:
+        self._sketched = run_sketch(self.staging, self.settings, self.pool, self.progress.advance)
+
+    def features(self, outcome: StagesOutcome) -> None:
+        self._features = run_features(self.staging, self.settings, self.pool, self.progress.advance)
+
+    def near(self, outcome: StagesOutcome) -> None:
+        """Runs in this process: the pool's workers are let go first, so their memory is
+        back before the stage that holds the whole candidate graph."""
+        if self._sketched is None:
+            raise RuntimeError("the near stage needs the sketch stage first")
+        self.pool.close()
+        near = run_near(self.staging, self.settings, self._sketched, self._features)
+        self._features = None
+        outcome.bands = near.bands
+        outcome.rows_per_band = near.rows_per_band
+        outcome.candidates = near.candidates
+        outcome.candidates_emitted = near.stats.emitted
+        outcome.large_buckets = near.stats.large_buckets
+        outcome.verified_pairs = int(near.edge_a.size)
+        outcome.pairs_rows = write_pairs(self.staging / "pairs.parquet", near)
+        outcome.containment_rows = write_containment(self.staging / "containment.parquet", near)
+        outcome.method_stats = near.method_stats
+        self._near = near
+
+    def cluster(self, outcome: StagesOutcome) -> None:
+        if self._near is None:
+            raise RuntimeError("the cluster stage needs the near stage first")
+        run_clusters(self.staging, self._near, self.settings)

@@ -8,11 +8,14 @@ output identical whatever the number of workers.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import context, popen_forkserver, spawn
+from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -25,6 +28,26 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def die_with_parent() -> None:
+    """End this worker as soon as the process that started the pool is gone.
+
+    A scan killed with SIGKILL (the OOM killer's way) cannot shut its pool down, and its
+    workers would wait on their task queue for ever, holding memory. The parent's sentinel
+    (a pipe end the parent holds open) becomes readable when the parent ends, however it
+    ends; a daemon thread waits on it and exits the worker. (`PR_SET_PDEATHSIG` would not
+    do: a worker's parent is the forkserver, which itself stays alive while workers hold
+    its pipe.)"""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
 
 
 class _PopenWithoutMain(popen_forkserver.Popen):
@@ -87,7 +110,9 @@ class LocalEngine:
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=_ContextWithoutMain()
+                max_workers=self.workers,
+                mp_context=_ContextWithoutMain(),
+                initializer=die_with_parent,
             )
         return self._pool
 

@@ -6,9 +6,12 @@ doc_id, goes through candidate generation; the others join its cluster afterward
 Candidates come from LSH bands of the min-hash signature (`method="minhash"`) or from
 Fetterly's megashingles (`method="supershingles"`), and every candidate is verified: the
 estimated resemblance from the full sketch (or the exact shingle Jaccard) against the
-threshold, or, for super-shingles, at least two of the six super-shingles in agreement.
+threshold, or, for super-shingles, at least two of the six super-shingles in agreement. That
+sequence is `steps.near_pairs`, shared with the Spark engine and the cross-crawl clustering;
+this module adds what only the embedded scan does: the classes, exact verification from the
+stored text, the feature methods and the `pairs` / `containment` tables.
 The other methods (chunks, Broder's MIN_s / MOD_m sketches and super-shingles, SimHash) find
-their pairs in `stages.feature_pairs`; `exact` collapses pages with the same canonical text
+their pairs in `steps.feature_pairs`; `exact` collapses pages with the same canonical text
 (lexical fingerprint) and stops there. See docs/methods.md.
 """
 
@@ -26,18 +29,20 @@ import pyarrow.parquet as pq
 from neardup.config import Settings
 from neardup.kernels import (
     CommonShingles,
-    band_keys,
     canonicalize,
-    estimate_resemblance,
     jaccard,
-    megashingles,
     shingle_hashes,
     supershingle_agreement,
 )
-from neardup.kernels.buckets import CandidateStats, bucket_candidates, unpack_pairs
-from neardup.kernels.tuning import recall_first_bands
+from neardup.kernels.buckets import CandidateStats
 from neardup.pipeline.steps.feature_pairs import feature_pairs
 from neardup.pipeline.steps.features import Features
+from neardup.pipeline.steps.near_pairs import (
+    by_megashingles,
+    candidate_keys,
+    equivalence_classes,
+    verified_candidates,
+)
 from neardup.pipeline.steps.sketch import COMMON_FILE, SketchResult
 
 PAIRS_SCHEMA = pa.schema(
@@ -57,8 +62,6 @@ CONTAINMENT_SCHEMA = pa.schema(
         ("resemblance", pa.float32()),
     ]
 )
-CHUNK = 200_000
-VERY_SIMILAR_AGREE = 2  # Fetterly et al.: two of six super-shingles in common
 
 
 @dataclass
@@ -81,36 +84,6 @@ class NearResult:
     method_stats: dict[str, Any] = field(default_factory=dict)
     # doc ids: (contained page, containing page, containment, resemblance), or None
     contained: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-
-
-def equivalence_classes(shingle_fp: np.ndarray) -> np.ndarray:
-    """Position of each page's class representative (the first page with its shingle set)."""
-    _, first, inverse = np.unique(shingle_fp, return_index=True, return_inverse=True)
-    return first[inverse.reshape(-1)]
-
-
-def band_shape(settings: Settings) -> tuple[int, int]:
-    """(bands, rows) of the LSH tables: as set, or tuned recall first from the threshold;
-    (0, 0) for the super-shingle method, whose tables are megashingles."""
-    if settings.method == "supershingles":
-        return 0, 0
-    if settings.bands is not None and settings.rows is not None:
-        return settings.bands, settings.rows
-    return recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
-
-
-def candidate_keys(
-    signatures: np.ndarray, supers: np.ndarray, rows: np.ndarray, settings: Settings
-) -> tuple[np.ndarray, int, int]:
-    """Bucket keys per page: LSH bands, or megashingles; also the (bands, rows) used."""
-    if settings.method == "supershingles":
-        return megashingles(np.asarray(supers[rows])), 0, 0
-    b, r = band_shape(settings)
-    keys = np.empty((rows.size, b), dtype=np.int64)
-    for start in range(0, rows.size, CHUNK):
-        part = rows[start : start + CHUNK]
-        keys[start : start + part.size] = band_keys(np.asarray(signatures[part]), b, r)
-    return keys, b, r
 
 
 def _exact_similarity(
@@ -188,47 +161,30 @@ def run_near(
             contained=contained,
         )
 
-    keys, b, r = candidate_keys(signatures, supers, rows[reps], settings)
-    packed, stats = bucket_candidates(keys, reps, settings.max_bucket_pairs)
-    del keys
-    pa_pos, pb_pos = unpack_pairs(packed)
+    def exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _exact_similarity(staging, docs[a], docs[b], settings)
 
-    has_ss = settings.has_supershingles
-    kept_a, kept_b, kept_sim, kept_agree = [], [], [], []
-    for start in range(0, pa_pos.size, CHUNK):
-        a = pa_pos[start : start + CHUNK]
-        b_ = pb_pos[start : start + CHUNK]
-        ra, rb = rows[a], rows[b_]
-        sim = estimate_resemblance(np.asarray(signatures[ra]), np.asarray(signatures[rb]))
-        agree = (
-            supershingle_agreement(np.asarray(supers[ra]), np.asarray(supers[rb]))
-            if has_ss
-            else np.full(a.size, -1)
-        )
-        if settings.verify == "exact":
-            sim = _exact_similarity(staging, docs[a], docs[b_], settings)
-        if settings.method == "supershingles":
-            keep = agree >= VERY_SIMILAR_AGREE
-        else:
-            keep = sim >= settings.threshold
-        kept_a.append(a[keep])
-        kept_b.append(b_[keep])
-        kept_sim.append(np.asarray(sim, dtype=np.float32)[keep])
-        kept_agree.append(np.asarray(agree, dtype=np.int8)[keep])
-
-    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
-
+    keys, bands, rows_per_band = candidate_keys(signatures, supers, rows[reps], settings)
+    found = verified_candidates(
+        keys,
+        reps,
+        signatures,
+        settings,
+        rows=rows,
+        supers=supers if settings.has_supershingles else None,
+        megashingle=by_megashingles(settings),
+        rescore=exact if settings.verify == "exact" else None,
+    )
     return NearResult(
         **base,
-        edge_a=cat(kept_a, np.int64),
-        edge_b=cat(kept_b, np.int64),
-        similarity=cat(kept_sim, np.float32),
-        agree=cat(kept_agree, np.int8),
-        bands=b,
-        rows_per_band=r,
-        candidates=int(pa_pos.size),
-        stats=stats,
+        edge_a=found.a,
+        edge_b=found.b,
+        similarity=found.similarity.astype(np.float32),
+        agree=found.agree,
+        bands=bands,
+        rows_per_band=rows_per_band,
+        candidates=found.candidates,
+        stats=found.stats,
     )
 
 

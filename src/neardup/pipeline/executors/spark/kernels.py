@@ -14,12 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup.config import Settings
-from neardup.kernels import (
-    SIGNATURE_DTYPE,
-    estimate_resemblance,
-    sketch_arrow,
-    supershingle_agreement,
-)
+from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance, sketch_arrow
 from neardup.kernels.graph import (
     Graph,
     center_clusters,
@@ -28,7 +23,7 @@ from neardup.kernels.graph import (
     core_clusters,
 )
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
-from neardup.pipeline.steps.near import VERY_SIMILAR_AGREE, candidate_keys
+from neardup.pipeline.steps.near_pairs import by_megashingles, candidate_keys, pair_scores, passes
 
 SKETCH_SCHEMA = pa.schema(
     [
@@ -127,25 +122,22 @@ def _estimates(batch: pa.RecordBatch, k: int) -> np.ndarray:
 def verify_batches(
     batches: Iterator[pa.RecordBatch], settings: Settings
 ) -> Iterator[pa.RecordBatch]:
-    """Candidate pairs with both sketches -> the verified edges, by `stages.near`'s test:
-    the estimated resemblance against the threshold, or two agreeing super-shingles."""
+    """Candidate pairs with both sketches -> the verified edges, by the embedded engine's
+    `pair_scores` and `passes`: the estimated resemblance against the threshold, or two
+    agreeing super-shingles."""
     k = settings.num_perm
     n_ss = settings.supershingle_count if settings.has_supershingles else 0
+    megashingle = by_megashingles(settings)
     for batch in batches:
         if not batch.num_rows:
             continue
-        sim = _estimates(batch, k)
-        if n_ss:
-            agree = supershingle_agreement(
-                matrix_of(batch.column("supers_a"), n_ss, np.int64),
-                matrix_of(batch.column("supers_b"), n_ss, np.int64),
-            )
-        else:
-            agree = np.full(sim.size, -1)
-        if settings.method == "supershingles":
-            keep = agree >= VERY_SIMILAR_AGREE
-        else:
-            keep = sim >= settings.threshold
+        sim, agree = pair_scores(
+            matrix_of(batch.column("minhash_a"), k, np.int32),
+            matrix_of(batch.column("minhash_b"), k, np.int32),
+            matrix_of(batch.column("supers_a"), n_ss, np.int64) if n_ss else None,
+            matrix_of(batch.column("supers_b"), n_ss, np.int64) if n_ss else None,
+        )
+        keep = passes(sim, agree, settings.threshold, megashingle)
         yield pa.RecordBatch.from_arrays(
             [
                 batch.column("doc_a").filter(pa.array(keep)),
@@ -162,7 +154,7 @@ def representative_batches(
 ) -> Iterator[pa.RecordBatch]:
     """Assignments with the page's and its representative's signatures -> the assignment
     rows, with the estimated resemblance to the representative (1 for itself), as
-    `stages.clusters` computes it."""
+    `steps.clusters` computes it."""
     k = settings.num_perm
     for batch in batches:
         if not batch.num_rows:

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from test_evolution_cumulative import THREE_CRAWLS, size_bucket, write_store
-from test_report import Rows
+from crawls.test_evolution_cumulative import THREE_CRAWLS, size_bucket, write_store
+from report.test_report import Rows
 from typer.testing import CliRunner
 
 from neardup.cli.main import app
-from neardup.crawls import evolution as evo
+from neardup.crawls.store import CRAWLS_FILE, add_crawl
 from neardup.report import render_report, report_context
 
 CHANGES = ["complete", "large", "medium", "small", "no text change", "no change"]
@@ -111,8 +111,8 @@ def expected(run_m: Path, run_n: Path) -> dict:
 def two_crawls(demo_crawl, tmp_path_factory) -> Path:
     """Two crawls of the generated demo crawl: its first two days, then its last two."""
     store = tmp_path_factory.mktemp("report-evo") / "store"
-    evo.add_crawl(demo_crawl.warc_paths[:2], store, "week1", workers=2)
-    evo.add_crawl(demo_crawl.warc_paths[1:], store, "week2", workers=2)
+    add_crawl(demo_crawl.warc_paths[:2], store, "week1", workers=2)
+    add_crawl(demo_crawl.warc_paths[1:], store, "week2", workers=2)
     return store
 
 
@@ -217,7 +217,7 @@ def test_report_command_on_a_store(three_crawls: Path, tmp_path: Path) -> None:
 def test_empty_store_is_refused(tmp_path: Path) -> None:
     store = tmp_path / "store"
     store.mkdir()
-    (store / evo.CRAWLS_FILE).write_text(json.dumps({"crawls": []}))
+    (store / CRAWLS_FILE).write_text(json.dumps({"crawls": []}))
     result = CliRunner().invoke(app, ["report", str(store), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2 and "holds no crawl" in result.output
 

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from neardup.cli.main import app
 from neardup.config import Settings
-from neardup.crawls import evolution as evo
+from neardup.crawls.evolution import comparisons, evolution
+from neardup.crawls.store import add_crawl, crawl_dir
 
 WORDS = [f"w{i}" for i in range(5000)]
 # Crawl label -> URL -> text id. A: {a,b,c} {d} {e}; B: c joins d; C: b leaves, e joins c, d.
@@ -49,7 +50,7 @@ def write_store(out: Path, crawls: dict[str, dict[str, int]]) -> Path:
         with path.open("w") as fh:
             for key, text_id in pages.items():
                 fh.write(json.dumps({"url": url_of(key), "text": texts[text_id]}) + "\n")
-        evo.add_crawl([path], store, label, Settings(num_perm=84), workers=1)
+        add_crawl([path], store, label, Settings(num_perm=84), workers=1)
     return store
 
 
@@ -101,7 +102,7 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def scanned_partition(store: Path, label: str) -> dict[str, frozenset[str]]:
     """URL -> URLs of its cluster, as the scan of crawl `label` stored them."""
-    pages = pq.read_table(evo.crawl_dir(store, label) / "pages.parquet").to_pylist()
+    pages = pq.read_table(crawl_dir(store, label) / "pages.parquet").to_pylist()
     groups: dict[int, set[str]] = defaultdict(set)
     for p in pages:
         groups[p["cluster_id"] if p["cluster_id"] is not None else -p["doc_id"] - 1].add(p["url"])
@@ -109,7 +110,7 @@ def scanned_partition(store: Path, label: str) -> dict[str, frozenset[str]]:
 
 
 def test_comparisons_are_cumulative_and_consecutive() -> None:
-    pairs = [(c.m, c.n, c.consecutive, c.cumulative) for c in evo.comparisons(4)]
+    pairs = [(c.m, c.n, c.consecutive, c.cumulative) for c in comparisons(4)]
     assert pairs == [
         (0, 1, True, True),
         (0, 2, False, True),
@@ -117,7 +118,7 @@ def test_comparisons_are_cumulative_and_consecutive() -> None:
         (0, 3, False, True),
         (2, 3, True, False),
     ]
-    assert evo.comparisons(1) == []
+    assert comparisons(1) == []
 
 
 def test_scan_found_the_hand_made_clusters(three: Path) -> None:
@@ -126,7 +127,7 @@ def test_scan_found_the_hand_made_clusters(three: Path) -> None:
 
 
 def test_three_crawls_phi_psi_cumulative_and_consecutive(three: Path) -> None:
-    result = evo.evolution(three)
+    result = evolution(three)
     rows = result.phi_psi.to_pylist()
     pairs = {(r["crawl_m"], r["crawl_n"], r["consecutive"], r["cumulative"]) for r in rows}
     assert pairs == {("A", "B", True, True), ("A", "C", False, True), ("B", "C", True, False)}
@@ -158,7 +159,7 @@ def test_three_crawls_phi_psi_cumulative_and_consecutive(three: Path) -> None:
 
 
 def test_three_crawls_hosts_and_changes(three: Path) -> None:
-    result = evo.evolution(three)
+    result = evolution(three)
     for r in result.hosts.to_pylist():
         cm, cn = partition(THREE_CRAWLS[r["crawl_m"]]), partition(THREE_CRAWLS[r["crawl_n"]])
         assert (r["hosts"], r["same_clusters"]) == expected_hosts(cm, cn)
@@ -176,7 +177,7 @@ def test_three_crawls_hosts_and_changes(three: Path) -> None:
 
 
 def test_parquet_outputs_hold_both_kinds(three: Path) -> None:
-    evo.evolution(three)
+    evolution(three)
     for name in ("evolution_phi_psi.parquet", "evolution_changes.parquet"):
         table = pq.read_table(three / name).to_pylist()
         kinds = {(r["crawl_m"], r["crawl_n"]): (r["consecutive"], r["cumulative"]) for r in table}

@@ -20,7 +20,7 @@ import neardup
 from neardup.cli.main import app
 from neardup.store.outputs import MARKER, OutputError, replacing_folder
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -266,3 +266,112 @@ def test_readme_python_examples_run_as_saved_scripts(demo_crawl, tmp_path) -> No
             )
             assert done.returncode == 0, f"block {i}, run {attempt}:\n{done.stderr[-3000:]}"
     assert (tmp_path / "crawl.warc.gz").read_bytes() == demo_crawl.warc_paths[0].read_bytes()
+
+
+def _dead_pid() -> int:
+    """A process id that is certainly not running: a child that has exited and been reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_the_next_writer_cleans_what_a_killed_one_left(tmp_path) -> None:
+    out = tmp_path / "run"
+    with replacing_folder(out, "run") as staging:
+        (staging / "v1.txt").write_text("1", encoding="utf-8")
+    dead = _dead_pid()
+    leftover = tmp_path / f".run.staging-{dead}"
+    leftover.mkdir()
+    (leftover / "half.parquet").write_bytes(b"half")
+    alive = tmp_path / f".run.staging-{os.getpid()}-x"  # not ours to judge: another name
+    alive.mkdir()
+    with replacing_folder(out, "run", force=True) as staging:
+        (staging / "v2.txt").write_text("2", encoding="utf-8")
+    assert not leftover.exists()
+    assert alive.exists()
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "v2.txt"]
+
+
+def test_an_output_moved_away_by_a_killed_publish_is_put_back(tmp_path) -> None:
+    """Where publishing needs two renames, a kill between them leaves `.NAME.old-PID` and
+    nothing at NAME; the next writer restores it before deciding anything."""
+    out = tmp_path / "run"
+    with replacing_folder(out, "run") as staging:
+        (staging / "v1.txt").write_text("1", encoding="utf-8")
+    moved = tmp_path / f".run.old-{_dead_pid()}"
+    out.rename(moved)
+    # the restored run is there again, so replacing it without force is refused
+    with pytest.raises(OutputError, match="--force"), replacing_folder(out, "run"):
+        pass
+    assert not moved.exists()
+    assert (out / "v1.txt").read_text(encoding="utf-8") == "1"
+
+
+def test_replacing_swaps_in_the_new_folder_and_leaves_nothing_beside(tmp_path) -> None:
+    out = tmp_path / "run"
+    with replacing_folder(out, "run") as staging:
+        (staging / "v1.txt").write_text("1", encoding="utf-8")
+    first_inode = out.stat().st_ino
+    with replacing_folder(out, "run", force=True) as staging:
+        (staging / "v2.txt").write_text("2", encoding="utf-8")
+    assert out.stat().st_ino != first_inode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def _processes_with(mark: str) -> list[int]:
+    """Live processes whose environment carries `mark` (the scan and its workers)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes()
+            state = (proc / "stat").read_text().split(") ", 1)[1][0]
+        except OSError:
+            continue
+        if mark.encode() in environ and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_killed_scan_leaves_no_workers_and_its_debris_is_cleaned(demo_crawl, tmp_path) -> None:
+    import signal
+    import time
+    import uuid
+
+    mark = f"NEARDUP_TEST_MARK={uuid.uuid4().hex}"
+    env = {**os.environ, mark.split("=")[0]: mark.split("=")[1]}
+    out = tmp_path / "run"
+    code = (
+        "import neardup, sys\n"
+        f"neardup.scan({[str(p) for p in demo_crawl.warc_paths]!r}, {str(out)!r}, workers=2)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(tmp_path.glob(".run.staging-*")):
+        time.sleep(0.05)
+    time.sleep(1.0)  # let the workers start
+    assert len(_processes_with(mark)) >= 2, "the scan had started its workers"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while _processes_with(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_with(mark) == []
+    assert list(tmp_path.glob(".run.staging-*")), "SIGKILL left the staging folder"
+    assert not out.exists()
+    neardup.scan([demo_crawl.warc_paths[0]], out, workers=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_an_empty_scan_never_replaces_a_run(demo_crawl, tmp_path) -> None:
+    run = tmp_path / "run"
+    assert _run("scan", str(demo_crawl.warc_paths[0]), "--out", str(run), "-q")[0] == 0
+    before = _digests(run)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"url": "http://x.org/", "text": ""}\n', encoding="utf-8")
+    code, out = _run("scan", str(empty), "--out", str(run), "--force", "-q")
+    assert code == 1
+    assert "still holds its previous run" in out
+    assert _digests(run) == before

@@ -12,7 +12,9 @@ from typer.testing import CliRunner
 
 from neardup.cli.main import app
 from neardup.config import Settings, SettingsError
-from neardup.crawls import evolution as evo
+from neardup.crawls.evolution import change_buckets, evolution, phi_psi
+from neardup.crawls.lost_found import find_moved, find_moved_all, query
+from neardup.crawls.store import add_crawl, list_crawls
 
 WORDS = [f"w{i}" for i in range(5000)]
 
@@ -39,7 +41,7 @@ def _write(path: Path, pages: dict[str, str]) -> Path:
 
 def test_phi_psi_hand_made() -> None:
     # m: {a, b, c} together, d alone; n: {a, b} together, {c, d} together, e new.
-    t = evo.phi_psi(["a", "b", "c", "d"], [1, 1, 1, 2], ["a", "b", "c", "d", "e"], [7, 7, 8, 8, 9])
+    t = phi_psi(["a", "b", "c", "d"], [1, 1, 1, 2], ["a", "b", "c", "d", "e"], [7, 7, 8, 8, 9])
     rows = {r["url"]: r for r in t.to_pylist()}
     assert set(rows) == {"a", "b", "c", "d"}
     assert rows["a"]["phi"] == pytest.approx(1.0)  # {a,b} ∩ {a,b,c} = 2 of |C_n| = 2
@@ -53,14 +55,14 @@ def test_phi_psi_hand_made() -> None:
 def test_phi_psi_identical_clusterings_are_one() -> None:
     urls = [f"u{i}" for i in range(30)]
     labels = [i // 12 for i in range(30)]
-    t = evo.phi_psi(urls, labels, urls, labels)
+    t = phi_psi(urls, labels, urls, labels)
     assert np.allclose(t["phi"].to_numpy(), 1.0) and np.allclose(t["psi"].to_numpy(), 1.0)
     assert set(t["bucket"].to_pylist()) == {"11-100", "2-10"}
 
 
 def test_change_buckets_scale_fetterly() -> None:
     agree = np.array([0, 1, 28, 29, 56, 57, 83, 84, 85])
-    assert evo.change_buckets(agree, 84) == [
+    assert change_buckets(agree, 84) == [
         "complete",
         "large",
         "large",
@@ -90,24 +92,24 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     later["http://a.example/new-place"] = later.pop("http://a.example/old-place")
     out = tmp / "store"
     settings = Settings(num_perm=84)
-    evo.add_crawl([_write(tmp / "m.jsonl", base)], out, "m", settings, workers=1)
-    evo.add_crawl([_write(tmp / "n.jsonl", later)], out, "n", settings, workers=1)
+    add_crawl([_write(tmp / "m.jsonl", base)], out, "m", settings, workers=1)
+    add_crawl([_write(tmp / "n.jsonl", later)], out, "n", settings, workers=1)
     return out
 
 
 def test_store_lists_crawls(store: Path) -> None:
-    crawls = evo.list_crawls(store)
+    crawls = list_crawls(store)
     assert [c["label"] for c in crawls] == ["m", "n"]
     assert (store / "crawls" / "n" / "band_keys.npy").exists()
 
 
 def test_incompatible_settings_refused(store: Path, tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="num_perm"):
-        evo.add_crawl([tmp_path / "x.jsonl"], store, "x", Settings(num_perm=128))
+        add_crawl([tmp_path / "x.jsonl"], store, "x", Settings(num_perm=128))
 
 
 def test_evolution_end_to_end(store: Path) -> None:
-    result = evo.evolution(store)
+    result = evolution(store)
     phi = {r["url"]: r for r in result.phi_psi.to_pylist()}
     assert phi["http://b.example/c0"]["size_m"] == 3
     assert phi["http://b.example/c0"]["phi"] == pytest.approx(1.0)
@@ -122,10 +124,10 @@ def test_evolution_end_to_end(store: Path) -> None:
 
 
 def test_find_moved(store: Path) -> None:
-    hits = evo.find_moved(store, "http://a.example/old-place")
+    hits = find_moved(store, "http://a.example/old-place")
     assert hits[0]["url"] == "http://a.example/new-place"
     assert hits[0]["resemblance"] == pytest.approx(1.0)
-    table = evo.find_moved_all(store)
+    table = find_moved_all(store)
     assert table.to_pylist() == [
         {
             "old_url": "http://a.example/old-place",
@@ -138,13 +140,13 @@ def test_find_moved(store: Path) -> None:
 def test_query_unseen_document(store: Path, tmp_path: Path) -> None:
     doc = tmp_path / "excerpt.txt"
     doc.write_text(" ".join(_text(3).split()[50:200]))  # half of p3: contained, not resembling
-    hits = evo.query(store, doc, threshold=0.5)
+    hits = query(store, doc, threshold=0.5)
     assert hits and hits[0]["url"] == "http://a.example/p3"
     assert hits[0]["containment"] == pytest.approx(1.0)
     unrelated = tmp_path / "other.txt"
     unrelated.write_text(_text(999))
-    assert evo.query(store, unrelated) == []
-    by_url = evo.query(store, "http://a.example/p1", crawl="m")
+    assert query(store, unrelated) == []
+    by_url = query(store, "http://a.example/p1", crawl="m")
     assert by_url[0]["url"] == "http://a.example/p1"
 
 
@@ -163,7 +165,7 @@ def test_cli(store: Path) -> None:
 
 def test_clusters_across_crawls_join_the_same_page_in_both_crawls(tmp_path):
     from neardup.crawls.cross_crawl import cross_crawl_clusters
-    from neardup.crawls.evolution import add_crawl
+    from neardup.crawls.store import add_crawl
     from neardup.synth import generate_demo_crawl
 
     crawl = generate_demo_crawl(tmp_path / "crawl", n_docs=30, seed=7)

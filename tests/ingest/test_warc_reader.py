@@ -207,7 +207,7 @@ def test_pdf_sniffed_and_extracted(sample: Written) -> None:
 
 def test_warcio_chunked_sample_is_dechunked() -> None:
     """The same check on warcio's real chunked capture, when the shared data is there."""
-    path = Path(__file__).resolve().parents[1].parent / "shared/data/warc/warcio-iana-chunked.warc"
+    path = Path(__file__).resolve().parents[2].parent / "shared/data/warc/warcio-iana-chunked.warc"
     if not path.exists():
         pytest.skip("shared data not available")
     rec = next(r for r in iter_warc(str(path)) if r.record_type == "response")

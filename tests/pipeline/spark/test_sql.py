@@ -10,7 +10,7 @@ import pytest
 
 from neardup.config import Settings, SettingsError
 from neardup.kernels.buckets import bucket_candidates, unpack_pairs
-from neardup.pipeline.executors.spark.engine import check_settings, read_sql
+from neardup.pipeline.executors.spark.jobs import check_settings, read_sql
 
 
 @pytest.mark.parametrize("max_bucket", [2, 5, 64])

@@ -26,7 +26,7 @@ from neardup.service import (
     winner_key,
 )
 from neardup.service.api import create_service_app
-from neardup.service.index import SLEEP_HOOK, TX_MARKER
+from neardup.service.storage import SLEEP_HOOK, TX_MARKER
 
 
 def doc(tag: str, n: int = 300, extra: str = "") -> str:

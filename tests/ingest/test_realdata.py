@@ -19,7 +19,7 @@ from neardup.ingest import detect_input_kind, extract_page, iter_records
 from neardup.ingest.extract import HTML_TYPES
 from neardup.ingest.record import ExtractedPage, RawRecord
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "warc"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "warc"
 FILES = sorted(p.name for p in DATA.iterdir()) if DATA.is_dir() else []
 # The old Common Crawl ARCs that warcio rejects: records recovered by the lenient parser
 # (every header line in the files).

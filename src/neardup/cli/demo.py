@@ -1,0 +1,39 @@
+"""The `demo-crawl` command: a synthetic crawl with known answers, to try neardup on
+(registered by `main.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from neardup.cli.output import fail, out_console
+from neardup.store.outputs import OutputError
+
+
+def demo_crawl_command(
+    out: Annotated[Path, typer.Argument(help="directory to write the crawl into")],
+    pages: Annotated[int, typer.Option(help="documents on the primary site")] = 250,
+    seed: Annotated[int, typer.Option(help="random seed (same seed, same bytes)")] = 0,
+    force: Annotated[
+        bool, typer.Option(help="replace an earlier demo crawl in OUT (never other files)")
+    ] = False,
+) -> None:
+    """Generate a realistic multi-host crawl offline (mirrors, stale and partial copies,
+    aliases, unrelated pages, redirects, errors, revisits), with its ground truth."""
+    from neardup.synth import generate_demo_crawl
+
+    try:
+        crawl = generate_demo_crawl(out, n_docs=pages, seed=seed, force=force)
+    except (OutputError, ValueError) as err:
+        fail(str(err))
+    out_console.print(
+        f"wrote {crawl.warc_records:,} WARC records in {len(crawl.warc_paths)} files under "
+        f"{out / 'warc'} ({crawl.seconds:.1f}s); truth in {out / 'truth.csv'}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's command to the `neardup` application."""
+    app.command("demo-crawl")(demo_crawl_command)

@@ -1,0 +1,367 @@
+"""Command-line commands for scans: `scan`, `summary`, `clusters` and `dedup` (registered
+by `main.py`).
+
+Every command has a Python API counterpart (`neardup.scan`, `neardup.write_deduplicated`,
+`neardup.open_run`), and this module holds no logic of its own beyond presentation.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from neardup.cli.output import fail, out_console
+from neardup.cli.progress import RichProgress
+from neardup.cli.scan_options import (
+    SCAN_ERRORS,
+    Bands,
+    BaseUrl,
+    Chunking,
+    ChunkJoin,
+    ChunkThreshold,
+    Containment,
+    EngineName,
+    ErrorPages,
+    Hamming,
+    Inputs,
+    Links,
+    MaxDf,
+    Method,
+    NumPerm,
+    Preset,
+    Rows,
+    Rule,
+    ShingleSize,
+    SparkConf,
+    SparkMaster,
+    SparkWork,
+    Threshold,
+    Verify,
+    Workers,
+    Wrap,
+    _settings,
+)
+from neardup.config import Settings, SettingsError
+from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
+from neardup.pipeline.scan import EmptyScanError, scan
+from neardup.store import RunError, load_settings, load_summary, open_run
+
+
+def _print_summary(summary: dict[str, Any], path: Path) -> None:
+    sketched = summary["sketched"] or 0
+    table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("records read", f"{summary['records']:,}")
+    table.add_row("pages sketched", f"{sketched:,}")
+    for reason, count in summary.get("skipped_by_reason", {}).items():
+        table.add_row(f"  skipped: {reason}", f"{count:,}")
+    table.add_row("exact duplicates (same payload)", f"{sketched - summary['distinct_payloads']:,}")
+    table.add_row("lexically equivalent (same words)", f"{sketched - summary['distinct_texts']:,}")
+    table.add_row("shingle-equivalent", f"{sketched - summary['distinct_shingle_sets']:,}")
+    table.add_row(
+        "candidate pairs / verified",
+        f"{summary['candidate_pairs']:,} / {summary['verified_pairs']:,}",
+    )
+    if summary.get("containment_pairs") is not None:
+        table.add_row("contained-in pairs", f"{summary['containment_pairs']:,}")
+    stats = summary.get("method_stats") or {}
+    if "false_positives" in stats and stats.get("join") == "iceberg":
+        table.add_row(
+            "iceberg: rows / candidates / false positives",
+            f"{stats['materialised_rows']:,} / {stats['candidates']:,} / "
+            f"{stats['false_positives']:,}",
+        )
+    table.add_row("near-duplicate clusters (size ≥ 2)", f"{summary['clusters']:,}")
+    table.add_row("pages in those clusters", f"{summary['pages_in_clusters']:,}")
+    share = summary["duplicates"] / sketched if sketched else 0.0
+    table.add_row("duplicates (not representatives)", f"{summary['duplicates']:,} ({share:.1%})")
+    table.add_row("largest cluster", f"{summary['largest_cluster']:,}")
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.get("stage_seconds", {}).items())
+    table.add_row("time per stage", stages)
+    rate = summary.get("records_per_second")
+    table.add_row(
+        "total", f"{summary['elapsed_seconds']:.1f}s ({rate:,.0f} records/s)" if rate else ""
+    )
+    out_console.print(table)
+
+
+def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            fail(f"--spark-conf takes KEY=VALUE, got {pair!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def _run_scan(
+    inputs: list[str],
+    out: Path,
+    settings: Settings,
+    workers: int | None,
+    base_url: str | None,
+    force: bool,
+    quiet: bool,
+    engine: str = "embedded",
+    spark_master: str | None = None,
+    spark_conf: list[str] | None = None,
+    spark_work: str | None = None,
+) -> dict[str, Any]:
+    from neardup.pipeline.executors import engine_named
+
+    try:
+        runner = engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
+        with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
+            result = scan(
+                inputs,
+                out,
+                settings=settings,
+                workers=workers,
+                base_url=base_url,
+                force=force,
+                progress=progress,
+                engine=runner,
+            )
+    except EmptyScanError as err:
+        fail(str(err), code=1)
+    except SCAN_ERRORS as err:
+        fail(str(err))
+    return result.summary
+
+
+def _add_crawl(
+    inputs: list[str],
+    store: Path,
+    label: str,
+    settings: Settings,
+    workers: int | None,
+    base_url: str | None,
+    force: bool,
+) -> dict[str, Any]:
+    """`scan --crawl`: the scan goes into a store of crawls, as `neardup crawl` does."""
+    from neardup.crawls.store import StoreError, add_crawl
+
+    try:
+        result = add_crawl(inputs, store, label, settings, workers, base_url, force)
+    except (StoreError, *SCAN_ERRORS) as err:
+        fail(str(err))
+    return result.summary
+
+
+def scan_command(
+    inputs: Inputs,
+    out: Annotated[Path, typer.Option("--out", "-o", help="run directory to write")],
+    threshold: Threshold = 0.8,
+    method: Method = "minhash",
+    preset: Preset = None,
+    num_perm: NumPerm = None,
+    shingle_size: ShingleSize = None,
+    wrap: Wrap = None,
+    bands: Bands = None,
+    rows: Rows = None,
+    verify: Verify = "sketch",
+    cluster_rule: Rule = "core",
+    max_shingle_df: MaxDf = 0,
+    include_error_pages: ErrorPages = False,
+    links: Links = True,
+    containment: Containment = None,
+    chunking: Chunking = None,
+    chunk_threshold: ChunkThreshold = None,
+    chunk_join: ChunkJoin = None,
+    hamming: Hamming = None,
+    workers: Workers = None,
+    base_url: BaseUrl = None,
+    engine: EngineName = "embedded",
+    spark_master: SparkMaster = None,
+    spark_conf: SparkConf = None,
+    spark_work: SparkWork = None,
+    force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    crawl: Annotated[
+        str | None,
+        typer.Option(help="add the scan as crawl LABEL of the store OUT (see `neardup crawl`)"),
+    ] = None,
+) -> None:
+    """Scan a crawl: sketch every page and cluster the near-duplicates into OUT."""
+    try:
+        settings = _settings(
+            preset,
+            threshold=threshold,
+            method=method,
+            num_perm=num_perm,
+            shingle_size=shingle_size,
+            wrap_shingles=wrap,
+            bands=bands,
+            rows=rows,
+            verify=verify,
+            cluster_rule=cluster_rule,
+            max_shingle_df=max_shingle_df,
+            include_error_pages=include_error_pages,
+            extract_links=links,
+            containment=containment,
+            chunking=chunking,
+            chunk_threshold=chunk_threshold,
+            chunk_join=chunk_join,
+            simhash_distance=hamming,
+        )
+    except SettingsError as err:
+        fail(str(err))
+    if crawl is None:
+        summary = _run_scan(
+            inputs,
+            out,
+            settings,
+            workers,
+            base_url,
+            force,
+            quiet,
+            engine,
+            spark_master,
+            spark_conf,
+            spark_work,
+        )
+    else:
+        if engine != "embedded":
+            fail("--crawl runs on the embedded engine; scan with --engine spark into a run")
+        summary = _add_crawl(inputs, out, crawl, settings, workers, base_url, force)
+    if json_summary:
+        out_console.print_json(json.dumps(summary, default=str))
+    else:
+        _print_summary(summary, out)
+    if summary["sketched"] == 0:
+        fail("no usable page could be read from the input", code=1)
+
+
+def summary_command(run: Annotated[Path, typer.Argument(help="run directory")]) -> None:
+    """Print the summary of a finished scan again."""
+    try:
+        _print_summary(load_summary(run), run)
+    except RunError as err:
+        fail(str(err))
+
+
+def clusters_command(
+    run: Annotated[Path, typer.Argument(help="run directory")],
+    top: Annotated[int, typer.Option(help="how many clusters to list")] = 20,
+    cluster: Annotated[int | None, typer.Option(help="list the pages of this cluster id")] = None,
+) -> None:
+    """The largest near-duplicate clusters, or the members of one cluster."""
+    try:
+        con = open_run(run)
+    except RunError as err:
+        fail(str(err))
+    try:
+        if cluster is None:
+            rows = con.execute(
+                "SELECT cluster_id, size, n_hosts, n_distinct_texts, min_similarity, "
+                "representative_url, representative_title FROM clusters "
+                "ORDER BY size DESC, cluster_id LIMIT ?",
+                [top],
+            ).fetchall()
+            table = Table(title=f"largest near-duplicate clusters in {run}")
+            for col in ("cluster", "pages", "hosts", "texts", "min sim"):
+                table.add_column(col, justify="right", no_wrap=True)
+            table.add_column("representative (URL, title)", overflow="fold")
+            for cid, size, hosts, texts, min_sim, url, title in rows:
+                label = escape(url or "") + (f"\n[dim]{escape(title)}[/]" if title else "")
+                table.add_row(
+                    str(cid), f"{size:,}", str(hosts), str(texts), f"{min_sim:.2f}", label
+                )
+        else:
+            rows = con.execute(
+                "SELECT doc_id, url, host, similarity_to_representative, is_representative "
+                "FROM pages WHERE cluster_id = ? ORDER BY NOT is_representative, doc_id",
+                [cluster],
+            ).fetchall()
+            if not rows:
+                fail(f"no cluster {cluster} in {run}")
+            table = Table(title=f"cluster {cluster}")
+            for col in ("doc", "url", "host", "similarity", "role"):
+                table.add_column(col, overflow="fold")
+            for doc, url, host, sim, is_rep in rows:
+                role = "representative" if is_rep else "duplicate"
+                table.add_row(str(doc), url or "", host or "", f"{sim:.3f}", role)
+    finally:
+        con.close()
+    out_console.print(table)
+
+
+def dedup_command(
+    inputs: Annotated[
+        list[Path] | None, typer.Argument(help="inputs to scan (omit with --run)")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="directory for the deduplicated output")
+    ] = Path("clean"),
+    run: Annotated[
+        Path | None, typer.Option(help="reuse this finished scan instead of scanning")
+    ] = None,
+    threshold: Threshold = 0.8,
+    method: Method = "minhash",
+    preset: Preset = None,
+    workers: Workers = None,
+    base_url: BaseUrl = None,
+    force: Annotated[
+        bool, typer.Option(help="replace an earlier dedup output in OUT (never other files)")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Write INPUTS without their non-representative near-duplicates, plus keep/remove lists."""
+    try:
+        if run is None:
+            if not inputs:
+                fail("give inputs to scan, or --run with a finished scan")
+            # deduplication needs no link graph: skip extracting it
+            settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
+            with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
+                _, result = scan_and_deduplicate(
+                    [str(p) for p in inputs],
+                    out,
+                    settings,
+                    force,
+                    workers=workers,
+                    base_url=base_url,
+                    progress=progress,
+                )
+        else:
+            load_settings(run)
+            if inputs:
+                recorded = {str(Path(p)) for p in load_summary(run).get("inputs", [])}
+                if {str(p) for p in inputs} != recorded:
+                    fail(f"{run} was made from other inputs: {', '.join(sorted(recorded))}")
+            result = write_deduplicated(run, out, force)
+    except EmptyScanError as err:
+        fail(str(err), code=1)
+    except SCAN_ERRORS as err:
+        fail(str(err))
+    table = Table(title=f"neardup dedup → {out}", show_header=False, title_justify="left")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
+    table.add_row("pages kept", f"{result.kept:,}")
+    table.add_row("pages removed (near-duplicates)", f"{result.removed:,}")
+    table.add_row("companion records removed", f"{result.companions_removed:,}")
+    for src, dst in result.files.items():
+        table.add_row(f"  {src}", dst)
+    for src, why in result.not_written.items():
+        table.add_row(f"  [red]not written[/] {src}", why)
+    table.add_row("lists", "keep_urls.txt, remove_urls.txt, kept.parquet, removed.parquet")
+    out_console.print(table)
+    if result.not_written:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the `neardup` application."""
+    app.command("scan")(scan_command)
+    app.command("summary")(summary_command)
+    app.command("clusters")(clusters_command)
+    app.command("dedup")(dedup_command)

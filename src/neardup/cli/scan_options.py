@@ -1,0 +1,120 @@
+"""Options shared by `scan` and `dedup`, and the settings they make.
+
+Both commands scan (dedup when no finished run is given), so they take the same option
+types, refuse the same errors and turn options into `Settings` the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from neardup.config import Settings, SettingsError
+from neardup.ingest.readers import InputError
+from neardup.pipeline.executors import EngineUnavailableError
+from neardup.pipeline.scan import EmptyScanError
+from neardup.store import RunError
+from neardup.store.outputs import OutputError
+
+# What a scan can refuse before or during its work: each becomes one line and exit 2.
+SCAN_ERRORS = (
+    InputError,
+    OutputError,
+    SettingsError,
+    RunError,
+    EngineUnavailableError,
+    EmptyScanError,
+    FileNotFoundError,
+    ValueError,
+)
+
+# Options shared by `scan` and `dedup` (which scans first when no run is given).
+Inputs = Annotated[
+    list[str],
+    typer.Argument(
+        help="WARC/ARC files, HTML folders, JSONL or Parquet tables (with --engine spark, also "
+        "URIs Spark reads: hdfs://, s3a://, file://)"
+    ),
+]
+EngineName = Annotated[
+    str, typer.Option(help="embedded (this machine, the default) or spark (docs/spark.md)")
+]
+SparkMaster = Annotated[
+    str | None,
+    typer.Option(help="Spark master for --engine spark (default local[*]; spark-submit's wins)"),
+]
+SparkWork = Annotated[
+    str | None,
+    typer.Option(
+        help="folder for the Spark engine's tables (default: inside the run's staging "
+        "folder); on a cluster, one the driver and every executor can reach"
+    ),
+]
+SparkConf = Annotated[
+    list[str] | None,
+    typer.Option(help="a Spark setting KEY=VALUE for --engine spark (repeatable)"),
+]
+Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
+Method = Annotated[
+    str,
+    typer.Option(
+        help="minhash (LSH bands), supershingles (Fetterly), exact, chunks, broder-min, "
+        "broder-mod, broder-supershingles or simhash (docs/methods.md)"
+    ),
+]
+Preset = Annotated[str | None, typer.Option(help="'fetterly' for the 2004 paper's settings")]
+NumPerm = Annotated[
+    int | None, typer.Option("--num-perm", help="min-hash values per page (default 128)")
+]
+ShingleSize = Annotated[int | None, typer.Option(help="words per shingle (default 5)")]
+Wrap = Annotated[bool | None, typer.Option("--wrap/--no-wrap", help="wrap shingles around the end")]
+Bands = Annotated[
+    int | None, typer.Option(help="LSH bands (with --rows); tuned from the threshold if unset")
+]
+Rows = Annotated[int | None, typer.Option(help="rows per LSH band")]
+Verify = Annotated[
+    str, typer.Option(help="sketch (estimated resemblance) or exact (shingle Jaccard)")
+]
+Rule = Annotated[
+    str,
+    typer.Option(
+        "--cluster-rule", help="center (members verified against the representative) or transitive"
+    ),
+]
+MaxDf = Annotated[
+    int,
+    typer.Option(help="drop shingles found in more pages than this (Broder: 1000; 0 keeps all)"),
+]
+Workers = Annotated[int | None, typer.Option(help="worker processes (default: all cores)")]
+BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
+ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
+Links = Annotated[bool, typer.Option("--links/--no-links", help="extract the link graph")]
+Containment = Annotated[
+    float | None,
+    typer.Option(help="report pages contained in others at least this much (broder-min/-mod)"),
+]
+Chunking = Annotated[
+    str | None, typer.Option(help="chunks: lines4, lines2, sentences, paragraphs or document")
+]
+ChunkThreshold = Annotated[
+    int | None, typer.Option(help="chunks: shared chunks T of a pair (default: per chunking)")
+]
+ChunkJoin = Annotated[
+    str | None, typer.Option(help="chunks: iceberg (coarse counting) or sort (DuckDB join)")
+]
+Hamming = Annotated[int | None, typer.Option(help="simhash: largest Hamming distance (3)")]
+
+
+def _settings(
+    preset: str | None,
+    **options: Any,
+) -> Settings:
+    given = {k: v for k, v in options.items() if v is not None}
+    if preset is None:
+        return Settings(**given)
+    if preset.lower() != "fetterly":
+        raise SettingsError(f"unknown preset {preset!r} (known: fetterly)")
+    if given.get("method") == "minhash":
+        given.pop("method")  # the preset's own generator unless another was asked for
+    return Settings.fetterly(**given)

@@ -1,0 +1,327 @@
+"""One scan's Spark jobs: the implementation of each shared stage (`StageSteps`) on Spark.
+
+ingest (one task per input file) -> sketch (`mapInArrow` over the text) -> equivalence
+classes (a window over the shingle-set fingerprint) -> bucket keys -> candidate pairs (the
+SQL in `pipeline/executors/spark/sql/candidates.sql`) -> verification (the embedded test
+over the joined signatures) -> connected components (large-star / small-star over
+DataFrames) -> the clustering rule per component -> assignments. Every intermediate table is
+written as Parquet in the work folder, which breaks Spark's lineage and lets a stage restart
+from the last one; `localize` then copies the results into the staging layout.
+
+The near stage takes its band shape, bucket keys, scores and verification test from
+`neardup.pipeline.steps.near_pairs` (through the batch functions of `spark.kernels`), as the
+embedded engine does. What is Spark's own is the distributed plumbing between them, which
+the embedded in-memory versions cannot do on DataFrames: the equivalence classes as a
+window (`min(doc_id)` per shingle-set fingerprint, the embedded `equivalence_classes`), the
+candidate pairs and their statistics as SQL (the embedded `bucket_candidates` rule, bucket
+cap included) and the `pairs` table as a union (the embedded `write_pairs`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from neardup.config import Settings, SettingsError
+from neardup.pipeline.executors.base import StagesOutcome
+from neardup.pipeline.executors.spark.components import connected_components
+from neardup.pipeline.executors.spark.ingest import INGEST_SCHEMA, ingest_partition, inputs_frame
+from neardup.pipeline.executors.spark.kernels import (
+    CLUSTER_SCHEMA,
+    EDGE_SCHEMA,
+    KEYS_SCHEMA,
+    SKETCH_SCHEMA,
+    cluster_component,
+    key_batches,
+    representative_batches,
+    sketch_batches,
+    verify_batches,
+)
+from neardup.pipeline.executors.spark.localize import Localizer
+from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
+from neardup.pipeline.steps.ingest import LINKS_SCHEMA, PAGE_TEXT_SCHEMA, PAGES_RAW_SCHEMA
+from neardup.pipeline.steps.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA
+from neardup.pipeline.steps.near_pairs import band_shape
+from neardup.store.sql_files import package_sql
+
+SPARK_METHODS = ("minhash", "supershingles")
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse, before any work, the settings the Spark stages do not implement."""
+    if settings.method not in SPARK_METHODS:
+        raise SettingsError(
+            f"the Spark engine runs methods {' and '.join(SPARK_METHODS)}; "
+            f"run --method {settings.method} on the embedded engine"
+        )
+    if settings.verify != "sketch":
+        raise SettingsError("the Spark engine verifies with the sketch; drop --verify exact")
+    if settings.max_shingle_df:
+        raise SettingsError(
+            "the Spark engine does not drop common shingles (--max-shingle-df); it caps "
+            "buckets instead, as the embedded default does"
+        )
+
+
+def read_sql(name: str) -> str:
+    return package_sql("pipeline/executors/spark/sql", name)
+
+
+def _spark_schema(schema: Any) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+class SparkJobs:
+    """One scan's Spark jobs, a method per shared stage, and the folder of tables they
+    leave. `count` and `features` are refused: `check_settings` keeps their settings out."""
+
+    def __init__(
+        self,
+        spark: Any,
+        work: Path,
+        staging: Path,
+        settings: Settings,
+        inputs: list[str],
+        base_url: str | None,
+        workers: int,
+    ) -> None:
+        self.spark = spark
+        self.work = work
+        self.staging = staging
+        self.settings = settings
+        self.inputs = inputs
+        self.base_url = base_url
+        self.workers = workers
+        work.mkdir(parents=True, exist_ok=True)
+
+    def save(self, df: Any, name: str) -> Any:
+        """Write `df` as the table `name` and read it back (a checkpoint)."""
+        path = str(self.work / name)
+        df.write.mode("overwrite").parquet(path)
+        return self.spark.read.parquet(path)
+
+    def table(self, name: str) -> Any:
+        return self.spark.read.parquet(str(self.work / name))
+
+    def ingest(self, outcome: StagesOutcome) -> None:
+        from pyspark.sql import functions as F
+
+        settings, base_url = self.settings, self.base_url
+        raw = self.save(
+            inputs_frame(self.spark, self.inputs).mapInArrow(
+                lambda it: ingest_partition(it, settings, base_url), _spark_schema(INGEST_SCHEMA)
+            ),
+            "ingest",
+        )
+        counts = sorted(
+            (r["input_idx"], r["count"]) for r in raw.groupBy("input_idx").count().collect()
+        )
+        offsets, total = [], 0
+        for idx, count in counts:
+            offsets.append((idx, total))
+            total += count
+        shift = self.spark.createDataFrame(offsets or [(0, 0)], "input_idx int, shift bigint")
+        rows = raw.join(F.broadcast(shift), "input_idx").withColumn(
+            "doc_id", F.col("doc_id") + F.col("shift")
+        )
+        self.save(rows.select(*PAGES_RAW_SCHEMA.names), "pages_raw")
+        self.save(rows.where("text IS NOT NULL").select("doc_id", "text"), "page_text")
+        self.save(
+            rows.select(
+                F.col("doc_id").alias("src_doc"), F.posexplode("links").alias("pos", "dst_url")
+            ),
+            "links",
+        )
+        pages = self.table("pages_raw")
+        outcome.records = total
+        formats = pages.where("skipped_reason IS NULL").groupBy("format").count().collect()
+        outcome.formats = Counter({(r["format"] or "unknown"): r["count"] for r in formats})
+        outcome.with_text = sum(outcome.formats.values())
+
+    def count(self, outcome: StagesOutcome) -> None:
+        # Unreachable: `check_settings` refuses --max-shingle-df before the session starts.
+        raise SettingsError("the Spark engine does not drop common shingles (--max-shingle-df)")
+
+    def sketch(self, outcome: StagesOutcome) -> None:
+        settings = self.settings
+        self.save(
+            self.table("page_text").mapInArrow(
+                lambda it: sketch_batches(it, settings), _spark_schema(SKETCH_SCHEMA)
+            ),
+            "sketches",
+        )
+
+    def features(self, outcome: StagesOutcome) -> None:
+        # Unreachable: `check_settings` refuses the feature methods before the session starts.
+        raise SettingsError(f"the Spark engine does not run method {self.settings.method}")
+
+    def near(self, outcome: StagesOutcome) -> None:
+        """Equivalence classes, candidate pairs and verified edges between class
+        representatives, then the `pairs` table (verified plus identical pairs)."""
+        settings = self.settings
+        spark = self.spark
+        eligible = self.table("sketches").where(
+            f"n_tokens >= {settings.min_tokens} AND n_shingles > 0"
+        )
+        eligible.createOrReplaceTempView("eligible")
+        classes = self.save(
+            spark.sql(
+                "SELECT doc_id, min(doc_id) OVER (PARTITION BY shingle_fp) AS class_id "
+                "FROM eligible"
+            ),
+            "classes",
+        )
+        classes.createOrReplaceTempView("classes")
+        # Saved once: the bucket keys and the verification join both read it.
+        reps = self.save(
+            spark.sql(
+                "SELECT e.doc_id, e.minhash, e.supers FROM eligible AS e "
+                "JOIN classes AS c ON c.doc_id = e.doc_id WHERE c.class_id = c.doc_id"
+            ),
+            "reps",
+        )
+        reps.createOrReplaceTempView("reps")
+        keys = self.save(
+            reps.mapInArrow(lambda it: key_batches(it, settings), _spark_schema(KEYS_SCHEMA)),
+            "bucket_keys",
+        )
+        keys.createOrReplaceTempView("bucket_keys")
+        params = {"keys": "bucket_keys", "max_bucket": settings.max_bucket_pairs}
+        candidates = self.save(spark.sql(read_sql("candidates.sql").format(**params)), "candidates")
+        stats = spark.sql(read_sql("candidate_stats.sql").format(**params)).collect()[0]
+        candidates.createOrReplaceTempView("candidates")
+        pairs_with_sketches = spark.sql(
+            """
+            SELECT c.doc_a, c.doc_b, x.minhash AS minhash_a, y.minhash AS minhash_b,
+                x.supers AS supers_a, y.supers AS supers_b
+            FROM candidates AS c
+            JOIN reps AS x ON x.doc_id = c.doc_a
+            JOIN reps AS y ON y.doc_id = c.doc_b
+            """
+        )
+        edges = self.save(
+            pairs_with_sketches.mapInArrow(
+                lambda it: verify_batches(it, settings), _spark_schema(EDGE_SCHEMA)
+            ),
+            "edges",
+        )
+        edges.createOrReplaceTempView("edges")
+        pairs = spark.sql(
+            """
+            SELECT doc_a, doc_b, similarity,
+                CAST(CASE WHEN agree >= 0 THEN agree END AS TINYINT) AS supershingles_agree,
+                'near' AS kind
+            FROM edges
+            UNION ALL
+            SELECT class_id, doc_id, CAST(1.0 AS FLOAT), CAST(NULL AS TINYINT), 'identical'
+            FROM classes WHERE doc_id <> class_id
+            """
+        )
+        self.save(pairs, "pairs")
+        outcome.bands, outcome.rows_per_band = band_shape(settings)
+        outcome.candidates = self.table("candidates").count()
+        outcome.candidates_emitted = int(stats["emitted"])
+        outcome.large_buckets = int(stats["large_buckets"])
+        outcome.verified_pairs = self.table("edges").count()
+        outcome.pairs_rows = self.table("pairs").count()
+
+    def cluster(self, outcome: StagesOutcome) -> None:
+        """Components of the verified graph, the clustering rule per component, and every
+        eligible page's cluster, component, identical group and class."""
+        from pyspark.sql import functions as F
+
+        settings = self.settings
+        spark = self.spark
+        edges = self.table("edges")
+        components = self.save(
+            connected_components(
+                edges.selectExpr("doc_a AS a", "doc_b AS b"), self.save
+            ).withColumnRenamed("node", "doc_id"),
+            "components",
+        )
+        sizes = self.table("classes").groupBy("class_id").agg(F.count("*").alias("weight"))
+        # Both sides are read back from Parquet: cogrouping two plans that share the
+        # components' lineage trips Spark's self-join ambiguity check.
+        nodes = self.save(
+            components.join(sizes.withColumnRenamed("class_id", "doc_id"), "doc_id"), "nodes"
+        )
+        component_edges = self.save(
+            edges.join(components.withColumnRenamed("doc_id", "doc_a"), "doc_a").select(
+                "component", "doc_a", "doc_b", "similarity"
+            ),
+            "component_edges",
+        )
+
+        def rule(left: Any, right: Any) -> Any:
+            return cluster_component(left, right, settings)
+
+        clustered = (
+            nodes.groupBy("component")
+            .cogroup(component_edges.groupBy("component"))
+            .applyInArrow(rule, _spark_schema(CLUSTER_SCHEMA))
+        )
+        self.save(clustered, "cluster_of_rep").createOrReplaceTempView("cluster_of_rep")
+        components.createOrReplaceTempView("components")
+        identical = spark.createDataFrame([], "doc_id bigint, component bigint")
+        if settings.has_supershingles:
+            full = edges.where(f"agree = {settings.supershingle_count}").selectExpr(
+                "doc_a AS a", "doc_b AS b"
+            )
+            if not full.isEmpty():
+                identical = self.save(
+                    connected_components(full, self.save).withColumnRenamed("node", "doc_id"),
+                    "identical",
+                )
+        identical.createOrReplaceTempView("identical")
+        assigned = spark.sql(
+            """
+            SELECT c.doc_id,
+                coalesce(r.cluster_doc, c.class_id) AS cluster_id,
+                coalesce(m.component, c.class_id) AS component_id,
+                coalesce(i.component, c.class_id) AS identical_id,
+                c.class_id
+            FROM classes AS c
+            LEFT JOIN cluster_of_rep AS r ON r.doc_id = c.class_id
+            LEFT JOIN components AS m ON m.doc_id = c.class_id
+            LEFT JOIN identical AS i ON i.doc_id = c.class_id
+            """
+        )
+        assigned.createOrReplaceTempView("assigned")
+        self.table("sketches").select("doc_id", "minhash").createOrReplaceTempView("signatures")
+        with_sketches = spark.sql(
+            """
+            SELECT a.doc_id, a.cluster_id, a.component_id, a.identical_id, a.class_id,
+                s.minhash AS minhash_a, t.minhash AS minhash_b
+            FROM assigned AS a
+            JOIN signatures AS s ON s.doc_id = a.doc_id
+            JOIN signatures AS t ON t.doc_id = a.cluster_id
+            """
+        )
+        self.save(
+            with_sketches.mapInArrow(
+                lambda it: representative_batches(it, settings), _spark_schema(ASSIGN_SCHEMA)
+            ),
+            "assignments",
+        )
+
+    def localize(self) -> None:
+        """Copy the tables into the staging layout the store build reads."""
+        local = Localizer(self.work, self.staging, self.workers)
+        try:
+            local.copy("pages_raw", "*", "doc_id", PAGES_RAW_SCHEMA)
+            local.copy("page_text", "doc_id, text", "doc_id", PAGE_TEXT_SCHEMA, 2048)
+            local.copy("links", "src_doc, dst_url", "src_doc, pos", LINKS_SCHEMA)
+            local.sketches(self.settings)
+            local.copy("pairs", "*", "doc_a, doc_b", PAIRS_SCHEMA)
+            local.copy("assignments", "*", "doc_id", ASSIGN_SCHEMA)
+        finally:
+            local.close()
+        pq.write_table(CONTAINMENT_SCHEMA.empty_table(), self.staging / "containment.parquet")
+        if self.work.is_relative_to(self.staging):
+            shutil.rmtree(self.work)

@@ -1,0 +1,187 @@
+"""The near-duplicate test, once: bucket keys -> candidate pairs -> verified pairs.
+
+Three callers find near-duplicate pairs of min-hash sketches: the scan's near stage
+(`steps.near.run_near`, over the representatives of the equivalence classes), the clustering
+across crawls (`crawls.cross_crawl`, over every stored signature) and the Spark engine (over
+DataFrames). They must agree on every choice, or the engines' tables and a cross-crawl
+clustering would drift from the scan's, so each choice is made here and only here:
+
+- `equivalence_classes`: pages with one shingle set collapse to their first page (the scan;
+  Spark computes the same `min(doc_id)` with a window, the cross-crawl comparison none);
+- `band_shape` / `lsh_shape`: how many LSH bands of how many rows (as set, else tuned recall
+  first from the threshold);
+- `candidate_keys`: which bucket keys a page has (LSH bands, or Fetterly's megashingles for
+  the super-shingle method);
+- `candidate_pairs`: pages sharing a key in one table, with `max_bucket_pairs` as the cap;
+- `pair_scores` and `passes`: the verification, estimated resemblance against the threshold
+  or, for the super-shingle method, two of the super-shingles in agreement;
+- `verified_candidates`: the whole sequence from keys to verified edges, in chunks.
+
+The Spark engine runs the distributed equivalents of `candidate_pairs` (SQL) and of the
+chunk loop (`mapInArrow`), but takes its band shape, keys, scores and test from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neardup.config import Settings
+from neardup.kernels import (
+    band_keys,
+    estimate_resemblance,
+    megashingles,
+    supershingle_agreement,
+)
+from neardup.kernels.buckets import CandidateStats, bucket_candidates, unpack_pairs
+from neardup.kernels.lsh import recall_first_bands
+
+CHUNK = 200_000  # rows per step: bounds the memory of the gathered signatures
+VERY_SIMILAR_AGREE = 2  # Fetterly et al.: two of six super-shingles in common
+
+# (positions a, positions b) -> their similarity, replacing the estimate (exact verification)
+Rescore = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass
+class VerifiedPairs:
+    """The candidates that passed verification, as positions into the caller's ids."""
+
+    a: np.ndarray  # int64, a < b
+    b: np.ndarray
+    similarity: np.ndarray  # float64: the score the test compared (cast on writing only)
+    agree: np.ndarray  # int8 super-shingles in agreement, -1 when not computed
+    candidates: int = 0  # unique candidate pairs verified
+    stats: CandidateStats = field(default_factory=CandidateStats)
+
+
+def equivalence_classes(shingle_fp: np.ndarray) -> np.ndarray:
+    """Position of each page's class representative (the first page with its shingle set)."""
+    _, first, inverse = np.unique(shingle_fp, return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)]
+
+
+def by_megashingles(settings: Settings) -> bool:
+    """Whether candidates come from megashingles and pass by super-shingle agreement (the
+    super-shingle method) rather than from LSH bands and the threshold."""
+    return settings.method == "supershingles"
+
+
+def lsh_shape(settings: Settings) -> tuple[int, int]:
+    """(bands, rows) of the min-hash LSH tables: as set, or tuned recall first."""
+    if settings.bands is not None and settings.rows is not None:
+        return settings.bands, settings.rows
+    return recall_first_bands(settings.threshold, settings.num_perm, settings.band_recall)
+
+
+def band_shape(settings: Settings) -> tuple[int, int]:
+    """(bands, rows) a scan reports: `lsh_shape`, or (0, 0) for the super-shingle method,
+    whose tables are megashingles."""
+    return (0, 0) if by_megashingles(settings) else lsh_shape(settings)
+
+
+def lsh_keys(signatures: np.ndarray, rows: np.ndarray | None, bands: int, r: int) -> np.ndarray:
+    """LSH band keys (one column per band) of the signature rows `rows` (all when None),
+    gathered a chunk at a time so a memory-mapped matrix is never read whole."""
+    n = signatures.shape[0] if rows is None else rows.size
+    keys = np.empty((n, bands), dtype=np.int64)
+    for start in range(0, n, CHUNK):
+        part = slice(start, min(start + CHUNK, n))
+        sig = signatures[part] if rows is None else signatures[rows[part]]
+        keys[part] = band_keys(np.asarray(sig), bands, r)
+    return keys
+
+
+def candidate_keys(
+    signatures: np.ndarray, supers: np.ndarray, rows: np.ndarray, settings: Settings
+) -> tuple[np.ndarray, int, int]:
+    """Bucket keys per page: LSH bands, or megashingles; also the (bands, rows) used."""
+    if by_megashingles(settings):
+        return megashingles(np.asarray(supers[rows])), 0, 0
+    b, r = lsh_shape(settings)
+    return lsh_keys(signatures, rows, b, r), b, r
+
+
+def candidate_pairs(
+    keys: np.ndarray, ids: np.ndarray, max_bucket_pairs: int
+) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
+    """Unique pairs (a < b, from `ids`) sharing a key in one table; a bucket above
+    `max_bucket_pairs` gives the chain of its pages only."""
+    packed, stats = bucket_candidates(keys, ids, max_bucket_pairs)
+    a, b = unpack_pairs(packed)
+    return a, b, stats
+
+
+def pair_scores(
+    signatures_a: np.ndarray,
+    signatures_b: np.ndarray,
+    supers_a: np.ndarray | None = None,
+    supers_b: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(estimated resemblance as float64, super-shingles in agreement or -1 without them) of
+    aligned rows: what `passes` tests and what the pairs table records."""
+    sim = np.asarray(estimate_resemblance(signatures_a, signatures_b), dtype=np.float64)
+    sim = sim.reshape(-1)
+    if supers_a is None or supers_b is None:
+        return sim, np.full(sim.size, -1)
+    return sim, np.asarray(supershingle_agreement(supers_a, supers_b)).reshape(-1)
+
+
+def passes(
+    similarity: np.ndarray, agree: np.ndarray, threshold: float, megashingle: bool
+) -> np.ndarray:
+    """The verification test: two agreeing super-shingles for the super-shingle method, the
+    similarity at or above the threshold otherwise. The similarity is compared in the dtype
+    it comes in, so an exact float32 Jaccard is tested as the embedded engine always has."""
+    if megashingle:
+        return np.asarray(agree) >= VERY_SIMILAR_AGREE
+    return np.asarray(similarity) >= threshold
+
+
+def verified_candidates(
+    keys: np.ndarray,
+    ids: np.ndarray,
+    signatures: np.ndarray,
+    settings: Settings,
+    rows: np.ndarray | None = None,
+    supers: np.ndarray | None = None,
+    megashingle: bool = False,
+    rescore: Rescore | None = None,
+) -> VerifiedPairs:
+    """Candidate pairs of `ids` (increasing positions) from their bucket `keys`, verified.
+
+    A position p has the signature row `rows[p]` (p itself when `rows` is None) and, when
+    `supers` is given, the super-shingles of that row. `rescore` replaces the estimated
+    similarity (exact verification). The candidates are verified a chunk at a time, in
+    order, so the edges come out in the order of the packed candidate pairs."""
+    a_all, b_all, stats = candidate_pairs(keys, ids, settings.max_bucket_pairs)
+    kept: list[tuple[np.ndarray, ...]] = []
+    for start in range(0, a_all.size, CHUNK):
+        a = a_all[start : start + CHUNK]
+        b = b_all[start : start + CHUNK]
+        ra, rb = (a, b) if rows is None else (rows[a], rows[b])
+        sim, agree = pair_scores(
+            np.asarray(signatures[ra]),
+            np.asarray(signatures[rb]),
+            None if supers is None else np.asarray(supers[ra]),
+            None if supers is None else np.asarray(supers[rb]),
+        )
+        if rescore is not None:
+            sim = rescore(a, b)
+        keep = passes(sim, agree, settings.threshold, megashingle)
+        kept.append((a[keep], b[keep], np.asarray(sim)[keep], agree[keep]))
+
+    def cat(i: int, dtype: type) -> np.ndarray:
+        parts = [k[i] for k in kept]
+        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype=dtype)
+
+    return VerifiedPairs(
+        a=cat(0, np.int64),
+        b=cat(1, np.int64),
+        similarity=cat(2, np.float64),
+        agree=cat(3, np.int8),
+        candidates=int(a_all.size),
+        stats=stats,
+    )
