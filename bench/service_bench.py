@@ -1,4 +1,5 @@
-"""Service bench: incremental two-tier groups against a full recomputation, on real manuals.
+"""Service bench: the incremental service against `neardup scan` and exact Jaccard, on real
+manuals.
 
 Data: the docs-manual crawl of bench/docs_crawl.py (PostgreSQL, Python and LLVM manuals; per
 manual a primary host, a full mirror, a stale copy of the older release, a partial mirror and
@@ -8,17 +9,18 @@ popularity). It is replayed into the service in batches, in five phases (milesto
 1. primaries, 2. full mirrors and stale copies, 3. partial mirrors and re-rooted copies,
 4. a re-crawl of 25 % of the pages, each edited by replacing a contiguous block of 3-20 % of
    its words with real words of another page (resemblance to the old version ≈ 0.67-0.94,
-   straddling τ = 0.8: the cases where tier 1, tier 2 and group repair disagree most),
+   straddling τ = 0.8),
 5. a second re-crawl of 10 % (edits compound), 15 % of the partial mirror's pages turning into
    redirects to the primary copy, and 5 % of the stale copies removed.
 
-The same batches go to two indexes, tier 2 by the multidimensional length mapping (default)
-and by LSH bands. At each milestone a full recomputation really recomputes: it re-sketches the
-text of every live page so far, compares all pairs (brute force, the exact baseline; and,
-timed too, the same length-partitioned all-to-all the service uses), and groups them with the
-same rules (components, repair, winners with redirect-credited in-links). Precision and
-recall are over same-group page pairs; relative errors are 1 - precision and 1 - recall.
-Then the load-imbalance factor of 1-3 dimensions and the API under load on loopback.
+At each milestone the reference is independent of the service: `neardup scan` of the live
+pages written as JSONL (its `pages.cluster_id` gives the partition), and the exact 5-shingle
+Jaccard of every pair whose min-hash estimate reaches 0.7 (a pair with J >= 0.9 is below that
+estimate with negligible probability at 128 permutations). Reported: same-group pairs of
+each; REP / RER, the share of the service's pairs the scan does not have and of the scan's
+pairs the service does not have; and the recall of the pairs with J >= 0.9, for the service
+and the scan side by side. Then the load-imbalance factor of 1-3 dimensions and the API under
+load on loopback.
 
     .venv/bin/python bench/service_bench.py [--batch 500] [--out bench/out/service.md]
 """
@@ -26,6 +28,7 @@ Then the load-imbalance factor of 1-3 dimensions and the API under load on loopb
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import socket
 import sys
@@ -37,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import httpx
 import numpy as np
 import uvicorn
@@ -44,20 +48,24 @@ import uvicorn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_crawl import DOCS_DIR, build
 
+from neardup import scan
 from neardup.config import Settings
 from neardup.ingest import extract_page, iter_records
-from neardup.kernels import sketch_texts
+from neardup.kernels import (
+    canonicalize,
+    estimate_resemblance,
+    jaccard,
+    shingle_hashes,
+    sketch_texts,
+)
 from neardup.service import (
     PageUpdate,
     ServiceIndex,
     ServiceOptions,
-    SignatureStore,
     dim_lengths,
-    effective_popularity,
     length_partition_report,
 )
 from neardup.service.api import create_service_app
-from neardup.service.groups import _UnionFind, settle_component
 from neardup.service.tier2 import all_pairs
 
 MANUALS = ["postgresql", "python", "llvm"]
@@ -164,61 +172,62 @@ def phases(pages: list[CrawlPage], links: dict[str, int], seed: int) -> list[tup
     return out
 
 
-def full_recompute(replay: Replay, settings: Settings, opts: ServiceOptions) -> dict:
-    """Groups from scratch over every live page: re-sketch, compare, group. Timed twice:
-    brute-force all pairs (exact), and the length-partitioned all-to-all."""
+def scan_groups(replay: Replay, settings: Settings, folder: Path) -> tuple[list[set[str]], float]:
+    """`neardup scan` of the live pages (JSONL): its clusters by URL, and its seconds."""
+    folder.mkdir(parents=True)
+    path = folder / "pages.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for url in sorted(replay.texts):
+            fh.write(json.dumps({"url": url, "text": replay.texts[url]}) + "\n")
+    t0 = time.perf_counter()
+    run = scan([path], folder / "run", settings).path
+    seconds = time.perf_counter() - t0
+    con = duckdb.connect(str(run / "neardup.duckdb"), read_only=True)
+    rows = con.sql("SELECT url, cluster_id FROM pages").fetchall()
+    con.close()
+    groups: dict[object, set[str]] = {}
+    for url, cluster in rows:
+        groups.setdefault(url if cluster is None else cluster, set()).add(url)
+    return list(groups.values()), seconds
+
+
+def exact_pairs(replay: Replay, settings: Settings) -> dict:
+    """Exact 5-shingle Jaccard of the pairs whose min-hash estimate reaches 0.7, and the
+    pairs at τ by estimate (for the length-mapping table)."""
     urls = sorted(replay.texts)
     texts = [replay.texts[u] for u in urls]
-    t0 = time.perf_counter()
     sk = sketch_texts(texts, settings)
     sigs = np.ascontiguousarray(sk.minhash)
     ok = np.flatnonzero(sk.n_shingles > 0)
-    need = int(np.ceil(settings.threshold * settings.num_perm - 1e-9))
-    a, b = all_pairs(sigs[ok], need)
+    a, b = all_pairs(sigs[ok], int(np.ceil(0.7 * settings.num_perm - 1e-9)))
     a, b = ok[a], ok[b]
-    groups = group_pairs(urls, sigs, a, b, replay, settings, opts)
-    exact_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    sk2 = sketch_texts(texts, settings)
-    lens = dim_lengths(texts, opts.dims, settings.seed)
-    st = SignatureStore(
-        settings.num_perm, opts.dims, settings.threshold, "lengths", opts.parts, opts.rho
-    )
-    for i in ok.tolist():
-        st.put(urls[i], sk2.minhash[i], lens[i])
-    rows = np.array([st.row_of[urls[i]] for i in ok.tolist()], dtype=np.int64)
-    found = st.many_to_all(st.sigs[rows], st.lens[rows], rows)
-    group_pairs(urls, sigs, ok[found.query], ok[found.row], replay, settings, opts)
-    lengths_s = time.perf_counter() - t0
-    n = len(ok)
+    sets = {}
+    for i in np.union1d(a, b).tolist():
+        sets[i] = np.unique(
+            shingle_hashes(
+                canonicalize(texts[i]), settings.shingle_size, settings.wrap_shingles, settings.seed
+            )
+        )
+    jac = np.array([jaccard(sets[i], sets[j]) for i, j in zip(a.tolist(), b.tolist(), strict=True)])
+    est = estimate_resemblance(sigs[a], sigs[b]) if a.size else np.empty(0)
+    at_tau = np.asarray(est) >= settings.threshold
     return {
-        "groups": groups,
-        "exact_s": exact_s,
-        "lengths_s": lengths_s,
-        "pairs": (sigs, ok, a, b),
-        "avoided": 1 - found.comparisons / max(1, n * (n - 1)),
+        "urls": urls,
+        "ok": ok,
+        "high": [
+            (urls[i], urls[j])
+            for i, j, x in zip(a.tolist(), b.tolist(), jac, strict=True)
+            if x >= 0.9
+        ],
+        "tau_pairs": (a[at_tau], b[at_tau]),
     }
 
 
-def group_pairs(urls, sigs, a, b, replay: Replay, settings: Settings, opts: ServiceOptions):
-    """Components of verified pairs, each settled by the service's repair and winner rules."""
-    uf = _UnionFind()
-    for i, j in zip(a.tolist(), b.tolist(), strict=True):
-        uf.union(i, j)
-    comps: dict[int, list[int]] = {}
-    for i in range(len(urls)):
-        comps.setdefault(uf.find(i), []).append(i)
-    out = []
-    for comp in comps.values():
-        if len(comp) == 1:
-            out.append({urls[comp[0]]})
-            continue
-        curls = [urls[i] for i in comp]
-        pop = effective_popularity(replay.links, replay.redirects, curls)
-        local = list(range(len(comp)))
-        for part in settle_component(local, curls, sigs[comp], pop, settings.threshold, opts):
-            out.append({curls[i] for i in part})
-    return out
+def recall(groups: list[set[str]], pairs: list[tuple[str, str]]) -> float:
+    """Share of `pairs` whose pages share a group."""
+    of = {u: i for i, g in enumerate(groups) for u in g}
+    hit = sum(1 for x, y in pairs if x in of and of.get(x) == of.get(y))
+    return hit / len(pairs) if pairs else 1.0
 
 
 def pair_codes(groups, ids: dict[str, int]) -> set[int]:
@@ -304,100 +313,89 @@ def main(argv: list[str] | None = None) -> int:
     pages, links = read_crawl(tmp / "crawl")
     print(f"crawl: {len(pages)} pages in {time.perf_counter() - t0:.0f}s", flush=True)
     settings = Settings()
-    modes = {m: ServiceOptions(tier2=m) for m in ("lengths", "lsh")}
-    ixs = {m: ServiceIndex(tmp / f"store-{m}", settings, o) for m, o in modes.items()}
-    opts = modes["lengths"]
+    opts = ServiceOptions()
+    ix = ServiceIndex(tmp / "store", settings, opts)
     replay = Replay()
     rows = []
-    totals = {m: Counter() for m in modes}
-    for name, spec in phases(pages, links, args.seed):
+    total: Counter[str] = Counter()
+    for n, (name, spec) in enumerate(phases(pages, links, args.seed)):
         if callable(spec[0]):
             updates = spec[0](replay.texts, spec[1]) + (spec[2] if len(spec) > 2 else [])
         else:
             updates = spec
-        secs = {m: [] for m in modes}
-        phase_tot = {m: Counter() for m in modes}
+        secs = []
+        phase: Counter[str] = Counter()
         for start in range(0, len(updates), args.batch):
             chunk = updates[start : start + args.batch]
             for u in chunk:
                 replay.apply(u)
-            for m, ix in ixs.items():
-                rep = ix.apply(chunk)
-                secs[m].append(rep.seconds)
-                phase_tot[m].update(rep.to_dict())
-        full = full_recompute(replay, settings, opts)
-        ids = {u: i for i, u in enumerate(sorted(replay.texts))}
-        pf = pair_codes(full["groups"], ids)
-        for m, ix in ixs.items():
-            totals[m].update(phase_tot[m])
-            pi = pair_codes([ix.groups[g] for g in ix.groups], ids)
-            both = len(pf & pi)
-            t2 = phase_tot[m]
-            rows.append(
-                {
-                    "milestone": name,
-                    "mode": m,
-                    "pages": len(replay.texts),
-                    "full_pairs": len(pf),
-                    "rep": 1 - both / len(pi) if pi else 0.0,
-                    "rer": 1 - both / len(pf) if pf else 0.0,
-                    "tier1": t2["tier1"] / max(1, t2["changed"]),
-                    "avoided": 1 - t2["tier2_comparisons"] / max(1, t2["tier2_all_pairs"]),
-                    "inc_s": float(np.mean(secs[m])),
-                    "full_exact_s": full["exact_s"],
-                    "full_lengths_s": full["lengths_s"],
-                    "batches": len(secs[m]),
-                }
-            )
-            print(rows[-1], flush=True)
-    _sigs, ok, a, b = full["pairs"]
-    urls = sorted(replay.texts)
+            rep = ix.apply(chunk)
+            secs.append(rep.seconds)
+            phase.update({k: v for k, v in rep.to_dict().items() if k != "seconds"})
+        total.update(phase)
+        scanned, scan_s = scan_groups(replay, settings, tmp / f"scan{n}")
+        exact = exact_pairs(replay, settings)
+        ids = {u: i for i, u in enumerate(exact["urls"])}
+        mine = [set(g) for g in ix.groups.values()]
+        ps, pi = pair_codes(scanned, ids), pair_codes(mine, ids)
+        both = len(ps & pi)
+        rows.append(
+            {
+                "milestone": name,
+                "pages": len(replay.texts),
+                "service_pairs": len(pi),
+                "scan_pairs": len(ps),
+                "rep": 1 - both / len(pi) if pi else 0.0,
+                "rer": 1 - both / len(ps) if ps else 0.0,
+                "high": len(exact["high"]),
+                "recall_service": recall(mine, exact["high"]),
+                "recall_scan": recall(scanned, exact["high"]),
+                "tier1": phase["tier1"] / max(1, phase["changed"]),
+                "inc_s": float(np.mean(secs)),
+                "scan_s": scan_s,
+                "batches": len(secs),
+            }
+        )
+        print(rows[-1], flush=True)
+    a, b = exact["tau_pairs"]
+    urls, ok = exact["urls"], exact["ok"]
     lens3 = dim_lengths([replay.texts[u] for u in urls], 3, settings.seed)[ok]
     pos = -np.ones(len(urls), dtype=np.int64)
     pos[ok] = np.arange(len(ok))
     imb = imbalance_table(lens3, np.stack([pos[a], pos[b]], 1), opts)
-    api = api_load(ixs["lengths"], urls, [replay.texts[u] for u in urls[:300]], args.requests)
-    for ix in ixs.values():
-        ix.close()
+    api = api_load(ix, urls, [replay.texts[u] for u in urls[:300]], args.requests)
+    ix.close()
     lines = [
         "# Incremental duplicate service",
         "",
         f"Command: `.venv/bin/python bench/service_bench.py --batch {args.batch}`",
         "",
         f"Crawl: {len(pages)} pages of the docs-manual crawl (mirrors topology, "
-        f"{', '.join(MANUALS)}); batches of {args.batch}; τ = {settings.threshold}; "
-        f"tier 2 lengths: N = {opts.dims}, {opts.parts} intervals per dimension, "
-        f"ρ = {opts.rho}.",
+        f"{', '.join(MANUALS)}); batches of {args.batch}; τ = {settings.threshold}. "
+        "Reference: `neardup scan` of the live pages at each milestone, and exact 5-shingle "
+        "Jaccard.",
         "",
-        "| milestone | tier 2 | live pages | full pairs | REP | RER | tier 1 share | "
-        "tier-2 comparisons avoided | s/batch incr. | s full exact | s full lengths | "
-        "full / incr. |",
+        "| milestone | live pages | service pairs | scan pairs | REP | RER | pairs J ≥ 0.9 | "
+        "recall service | recall scan | tier 1 share | s/batch | s scan |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         t1 = f"{r['tier1']:.1%}" if r["milestone"][0] in "45" else "—"
         lines.append(
-            f"| {r['milestone']} | {r['mode']} | {r['pages']} | {r['full_pairs']} | "
-            f"{r['rep']:.2%} | {r['rer']:.2%} | {t1} | {r['avoided']:.1%} | "
-            f"{r['inc_s']:.3f} | {r['full_exact_s']:.2f} | {r['full_lengths_s']:.2f} | "
-            f"{r['full_lengths_s'] / r['inc_s']:.1f}× |"
-        )
-    for m in modes:
-        t = totals[m]
-        lines.append("")
-        lines.append(
-            f"{m}: tier 1 settled {t['tier1']} of {t['changed']} re-crawled pages "
-            f"({t['tier1'] / max(1, t['changed']):.1%}); tier 2 compared "
-            f"{t['tier2_comparisons']:,} of {t['tier2_all_pairs']:,} page pairs "
-            f"({1 - t['tier2_comparisons'] / max(1, t['tier2_all_pairs']):.1%} avoided); "
-            f"{t['repaired']} groups repaired."
+            f"| {r['milestone']} | {r['pages']} | {r['service_pairs']} | {r['scan_pairs']} | "
+            f"{r['rep']:.2%} | {r['rer']:.2%} | {r['high']} | {r['recall_service']:.3f} | "
+            f"{r['recall_scan']:.3f} | {t1} | {r['inc_s']:.3f} | {r['scan_s']:.2f} |"
         )
     lines += [
+        "",
+        f"Tier 1 (same sketch again) settled {total['tier1']} of {total['changed']} re-crawled "
+        f"pages; the scan's graph verified {total['comparisons']:,} candidate pairs in all; "
+        f"{total['recomputed']:,} components were clustered again.",
         "",
         "Length mapping on the final store (docs crawl after the replay): load imbalance "
         "(largest machine over mean machine, cells mapped onto machines largest first) and "
         "share of comparisons avoided, with as many intervals per dimension as machines; "
-        "then ρ against the exact pairs of the full recomputation:",
+        "then ρ against the pairs at τ (min-hash estimate):",
         "",
         *imb,
         "",

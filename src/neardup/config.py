@@ -34,6 +34,9 @@ CHUNK_JOINS = ("iceberg", "sort")
 CONTAINMENT_METHODS = ("broder-min", "broder-mod")
 VERIFY_MODES = ("sketch", "exact")
 CLUSTER_RULES = ("core", "center", "transitive")
+# The decoded body size above which a record is skipped as "payload too large". Readers
+# stream bodies up to it (ingest/limits.py), so a bomb or a huge record never sits in memory.
+DEFAULT_MAX_PAYLOAD_BYTES = 20_000_000
 
 # Settings that change the sketches themselves: two indexes can only be compared when these match.
 SKETCH_KEYS = (
@@ -114,7 +117,7 @@ class Settings:
     extract_links: bool = True
     include_error_pages: bool = False
     min_tokens: int = 1
-    max_payload_bytes: int = 20_000_000
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 
     def __post_init__(self) -> None:
         if self.shingle_size < 1:
@@ -179,6 +182,8 @@ class Settings:
                     "containment is estimated by the Broder sketches: use method "
                     + " or ".join(CONTAINMENT_METHODS)
                 )
+        if not 1024 <= self.max_payload_bytes <= 1 << 32:
+            raise SettingsError("max_payload_bytes must be between 1024 and 4 GiB")
         if not 0 <= self.simhash_distance <= 31:
             raise SettingsError("simhash_distance must be between 0 and 31")
 

@@ -1,10 +1,14 @@
-"""URL helpers: our RFC 3986 resolver must agree with the RFC and with urllib."""
+"""URL identity: our resolver must agree with the RFC, with urllib on ordinary URLs, and with
+ada's own WHATWG join (the ada-url binding, an independent implementation of the merge)."""
 
 from __future__ import annotations
 
 from urllib.parse import urljoin
 
+import ada_url
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.ingest.urls import host_of, normalize_url, resolve
 
@@ -81,7 +85,7 @@ def test_agrees_with_urljoin(base: str, ref: str) -> None:
         "   ",
         "http://[::1/x",
         "http://a.example:port/x",
-        "http:///nohost",
+        "http://exa mple.com/",
     ],
 )
 def test_not_a_web_link(href: str) -> None:
@@ -117,3 +121,66 @@ def test_host_of() -> None:
     assert host_of("dns:example.com") is None
     assert host_of("http://[::1/") is None
     assert host_of(None) is None
+
+
+WHATWG_BASES = [
+    "http://Example.COM:80/a/b/c.html?x=1#f",
+    "https://ex.com",
+    "http://u:p@ex.com:8080/p/q/",
+    "https://b\u00fccher.example/d/e",
+]
+WHATWG_REFS = [
+    "http:g",  # same special scheme without slashes: relative in browsers
+    "https:g",
+    "http:/g",
+    "http:///nohost",  # browsers skip the extra slashes
+    "\\\\other.org\\x",  # backslashes are slashes in special URLs
+    "a\\b/..\\c?q\\r",
+    "%2e%2E/up",
+    "a b/c\u00e9?q r",
+    "//B\u00dcCHER.example:443/x",
+    "/a/./b/../../c",
+    ".a/.",  # can-ada 3.0 alone keeps the last "." here
+    ".a/./x/..",
+    "?",
+    "#only",
+    "x?y#z/../w",
+    "HTTP://Host:80/a/../b#x",
+]
+
+
+@pytest.mark.parametrize("base", WHATWG_BASES)
+@pytest.mark.parametrize("ref", WHATWG_REFS)
+def test_agrees_with_whatwg_join(base: str, ref: str) -> None:
+    expected = ada_url.join_url(base, ref).partition("#")[0]
+    assert resolve(base, ref) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from(["http://Ex.org/d1/d2/page?q", "http://x.org/.a/b"]),
+    ref=st.text(alphabet="ab./\\?#%2e:Hh", max_size=14),
+)
+def test_agrees_with_whatwg_join_on_generated_refs(base: str, ref: str) -> None:
+    if not ref.strip():
+        assert resolve(base, ref) is None  # an empty href is no link
+        return
+    try:
+        joined = ada_url.join_url(base, ref)
+    except ValueError:
+        assert resolve(base, ref) is None
+        return
+    expected = joined.partition("#")[0]
+    if not expected.startswith(("http://", "https://")):
+        assert resolve(base, ref) is None
+    else:
+        assert resolve(base, ref) == expected
+
+
+def test_pages_and_links_share_one_identity() -> None:
+    page = normalize_url("http://HOST:80/b#frag")
+    assert page == "http://host/b"
+    for href in ("http://Host:80/a/../b#x", "../b", "/a/%2e%2e/b", "\\b"):
+        assert resolve("http://host/a/c.html", href) == page, href
+    assert normalize_url("http://B\u00fccher.Example/") == "http://xn--bcher-kva.example/"
+    assert host_of("http://B\u00fccher.Example./") == "xn--bcher-kva.example"

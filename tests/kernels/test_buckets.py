@@ -48,3 +48,16 @@ def test_smaller_id_first_whatever_the_input_order():
 def test_ids_must_fit_in_31_bits():
     with pytest.raises(ValueError):
         bucket_candidates(np.zeros((1, 1), dtype=np.int64), np.array([2**31]), 8)
+
+
+def test_large_bucket_chain_follows_the_order_key():
+    # One bucket of four above the cap: the chain links the documents in key order
+    # 11 (key 0), 13 (1), 12 (2), 10 (3), each pair smaller id first.
+    keys = np.zeros((4, 1), dtype=np.int64)
+    docs = np.array([10, 11, 12, 13])
+    packed, _ = bucket_candidates(keys, docs, 2, order=np.array([3, 0, 2, 1]))
+    a, b = unpack_pairs(packed)
+    assert sorted(zip(a.tolist(), b.tolist(), strict=True)) == [(10, 12), (11, 13), (12, 13)]
+    packed, _ = bucket_candidates(keys, docs, 2)  # without keys: id order
+    a, b = unpack_pairs(packed)
+    assert sorted(zip(a.tolist(), b.tolist(), strict=True)) == [(10, 11), (11, 12), (12, 13)]

@@ -20,7 +20,6 @@ from neardup.service import (
     effective_popularity,
     fine_bounds,
     length_partition_report,
-    partition_group,
 )
 from neardup.service.tier2 import agreement_matrix, all_pairs
 
@@ -214,8 +213,7 @@ def test_lsh_option_and_bad_options(tmp_path):
 def test_length_grid_persists(tmp_path):
     texts = [doc(f"p{i}x", 50 + 40 * i) for i in range(30)]
     with ServiceIndex(tmp_path / "s") as ix:
-        rep = ix.apply([PageUpdate(f"http://a/{i}", text=t) for i, t in enumerate(texts)])
-        assert 0 < rep.tier2_comparisons < rep.tier2_all_pairs
+        ix.apply([PageUpdate(f"http://a/{i}", text=t) for i, t in enumerate(texts)])
         edges = ix.store_rows.map.to_json()
     with ServiceIndex(tmp_path / "s") as ix:
         assert ix.store_rows.map.to_json() == edges
@@ -228,17 +226,41 @@ def _chain_texts() -> list[str]:
 
 
 @pytest.mark.parametrize("order", [list(range(14)), [0, 13, 6, 2, 9, 4, 11, 1, 7, 12, 3, 8, 5, 10]])
-def test_incremental_groups_match_full_recomputation_on_a_chain(tmp_path, order):
-    # A drifting chain: neighbours resemble, far ends do not, so it is repaired. Fed one
-    # page per batch in any order, the groups must be those of clustering all pages at once.
+def test_incremental_groups_match_the_scan_on_a_chain(tmp_path, order, scanned):
+    # A drifting chain: neighbours resemble, far ends do not. Fed one page per batch in any
+    # order, the groups must be the clusters `neardup.scan` finds among all pages at once.
     texts = _chain_texts()
     settings = Settings(threshold=0.7)
+    urls = [f"http://c/{i:02d}" for i in range(14)]
     with ServiceIndex(tmp_path / "s", settings) as ix:
         for i in order:
-            ix.apply([PageUpdate(f"http://c/{i:02d}", text=texts[i])])
-        got = sorted(sorted(m) for m in ix.groups.values())
-        urls = [f"http://c/{i:02d}" for i in range(14)]
-        sigs = np.stack([ix.pages[u].signature for u in urls])
-        parts = partition_group(urls, sigs, [0] * 14, 0.7, ix.options)
-        assert got == sorted(sorted(urls[i] for i in p) for p in parts)
+            ix.apply([PageUpdate(urls[i], text=texts[i])])
+        got = {frozenset(m) for m in ix.groups.values()}
+        assert got == scanned(dict(zip(urls, texts, strict=True)), settings)
         assert len(got) > 1 and ix.consistency_errors() == []
+
+
+def test_length_window_covers_a_zero_length():
+    # Intervals [<1) [1,2) [2,..): a page with no word in the dimension must reach pages
+    # with one, and the other way round (the factor alone gave 0 the window [0, 0]).
+    lm = LengthMap((np.array([1.0, 2.0]),))
+    for lens, other in (([0], 1), ([1], 0)):
+        lo, hi = lm.windows(np.array([lens]), 0.8, 1.3)[0, 0]
+        assert lo <= other <= hi
+
+
+def test_short_page_with_an_empty_dimension_finds_its_duplicate(tmp_path):
+    # 14 words over 8 sub-dictionaries leave one empty; one word more fills it. The two
+    # pages resemble at 0.94 (5-shingles), so the lookup must find either from the other.
+    base = " ".join(f"w{i}" for i in range(14))
+    longer = base + " x17"
+    assert dim_lengths([base], 8)[0][4] == 0 and dim_lengths([longer], 8)[0][4] == 1
+    fillers = [" ".join(f"f{j}q{i}" for i in range(8 + j % 9)) for j in range(60)]
+    with ServiceIndex(tmp_path / "s", options=ServiceOptions(dims=8)) as ix:
+        ix.apply([PageUpdate(f"http://f/{j}", text=t) for j, t in enumerate(fillers)])
+        ix.apply([PageUpdate("http://a/base", text=base)])
+        assert ix.store_rows.map is not None
+        assert ix.check(longer)["matches"][0]["url"] == "http://a/base"
+        ix.apply([PageUpdate("http://a/base", remove=True)])
+        ix.apply([PageUpdate("http://a/longer", text=longer)])
+        assert ix.check(base)["matches"][0]["url"] == "http://a/longer"

@@ -255,3 +255,50 @@ def test_ui_in_chromium(server, ui_run, tmp_path):
     assert colours is not None and len(colours) > 50  # text, highlights, header: not blank
     white = sum(n for n, rgb in colours if rgb == (255, 255, 255))
     assert white < 0.95 * image.size[0] * image.size[1]
+
+
+# ------------------------------------------------------------------ the door (service/door.py)
+
+UI_TOKEN = "ui-door-token"
+
+
+def test_ui_without_token_is_loopback_only(http):
+    assert http.get("/api/summary").status_code == 200
+    r = http.get("/api/summary", headers={"Host": "rebind.example"})
+    assert r.status_code == 421 and "rebind.example" in r.json()["detail"]
+    page = http.get("/api/docs").text  # the docs page's assets are served, not a CDN's
+    assert "cdn." not in page and "/api/docs/static/swagger-ui-bundle.js" in page
+
+
+def test_ui_with_token_asks_every_request_for_it(ui_run):
+    from door_server import send_streaming, serving
+
+    app = create_app(ui_run, token=UI_TOKEN, hosts=["dup.internal"])
+    with serving(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+        r = client.get("/")
+        assert r.status_code == 401 and r.headers["www-authenticate"] == 'Basic realm="neardup"'
+        assert client.get("/api/summary", auth=("anyone", "wrong")).status_code == 403
+        assert client.get("/", auth=("anyone", UI_TOKEN)).status_code == 200  # a browser's way
+        bearer = {"Authorization": f"Bearer {UI_TOKEN}"}
+        assert client.get("/api/summary", headers=bearer).status_code == 200
+        other = {**bearer, "Host": "dup.internal"}
+        assert client.get("/api/summary", headers=other).status_code == 200
+        # A body sent to the UI without the token is never read.
+        ans = send_streaming(base, "POST", "/api/summary", {}, 200 * 1024 * 1024)
+        assert (ans.status, ans.sent) == (401, 0)
+
+
+def test_ui_command_needs_a_token_beyond_loopback(ui_run, monkeypatch):
+    from typer.testing import CliRunner
+
+    from neardup.cli.main import app as cli_app
+
+    started = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: started.append(kw))
+    monkeypatch.delenv("NEARDUP_TOKEN", raising=False)
+    res = CliRunner().invoke(cli_app, ["ui", str(ui_run), "--host", "0.0.0.0"])
+    assert res.exit_code != 0 and "--token" in res.output and started == []
+    monkeypatch.setenv("NEARDUP_TOKEN", UI_TOKEN)
+    res = CliRunner().invoke(cli_app, ["ui", str(ui_run), "--host", "0.0.0.0"])
+    assert res.exit_code == 0, res.output
+    assert "EVERY interface" in res.output and started[0]["host"] == "0.0.0.0"

@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         threshold: Annotated[float, typer.Option(help="resemblance of a verified pair")] = 0.8,
         num_perm: Annotated[int | None, typer.Option(help="min-hash values per page")] = None,
         preset: Annotated[str | None, typer.Option(help="fetterly: the 2004 settings")] = None,
-        workers: Annotated[int | None, typer.Option(help="worker processes")] = None,
+        workers: Annotated[int | None, typer.Option(min=1, help="worker processes")] = None,
         base_url: Annotated[str | None, typer.Option(help="base URL of an HTML folder")] = None,
         force: Annotated[bool, typer.Option(help="replace a crawl of the same label")] = False,
     ) -> None:

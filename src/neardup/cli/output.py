@@ -28,3 +28,52 @@ def require_extra(extra: str, command: str, *modules: str) -> None:
             importlib.import_module(module)
         except ImportError:
             fail(f"`neardup {command}` needs {module}: pip install 'neardup[{extra}]'")
+
+
+def to_terminal() -> bool:
+    """Whether results go to a person (a terminal) rather than to a pipe or a file."""
+    return out_console.is_terminal
+
+
+def _cell(value: object) -> str:
+    """A value as one TSV cell: complete, with tabs and line breaks turned into spaces."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def emit_table(
+    title: str,
+    columns: list[str],
+    rows: list[list[object]],
+    right: frozenset[str] = frozenset(),
+    terminal_rows: list[list[str]] | None = None,
+) -> None:
+    """Print result rows: a Rich table on a terminal; elsewhere (a pipe, a file) plain
+    tab-separated lines, a header line first, every value complete and never wrapped, so
+    `grep`, `cut` and `sort` see whole URLs. `terminal_rows`, when given, are the formatted
+    cells for the terminal (thousands separators and the like); `rows` hold the raw values."""
+    if not to_terminal():
+        lines = ["\t".join(c.replace(" ", "_") for c in columns)]
+        lines += ["\t".join(_cell(v) for v in row) for row in rows]
+        print("\n".join(lines), flush=True)
+        return
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        if col in right:
+            table.add_column(col, justify="right", no_wrap=True)
+        else:
+            table.add_column(col, overflow="fold")
+    for row in terminal_rows if terminal_rows is not None else rows:
+        table.add_row(*(escape(_cell(v)) for v in row))
+    out_console.print(table)
+
+
+def note(message: str) -> None:
+    """A closing line for people (totals, files written); on a pipe it goes to stderr so
+    the rows on stdout stay a clean table."""
+    target = out_console if to_terminal() else console
+    target.print(message, highlight=False, soft_wrap=True)

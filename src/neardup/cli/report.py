@@ -12,6 +12,17 @@ from typing import Annotated
 
 import typer
 
+from neardup.cli.door import (
+    DEFAULT_RATE,
+    AccessLogOpt,
+    AllowHostOpt,
+    RateOpt,
+    TokenFileOpt,
+    TokenOpt,
+    rate_or_none,
+    resolve_token,
+    run_server,
+)
 from neardup.cli.output import console, fail, out_console, require_extra
 from neardup.store import RunError
 from neardup.store.outputs import OutputError
@@ -56,19 +67,35 @@ def ui_command(
     run: RunArg,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8765,
+    token: TokenOpt = None,
+    token_file: TokenFileOpt = None,
+    allow_host: AllowHostOpt = None,
+    rate_limit: RateOpt = DEFAULT_RATE,
+    access_log: AccessLogOpt = True,
 ) -> None:
-    """Serve a local web app to explore RUN: search, clusters, diffs, mirrors, collections."""
-    require_extra("service", "ui", "fastapi", "uvicorn")
-    import uvicorn
+    """Serve a local web app to explore RUN: search, clusters, diffs, mirrors, collections.
 
+    Beyond loopback it needs a token; a browser asks for it (HTTP Basic: any user name, the
+    token as password)."""
+    require_extra("service", "ui", "fastapi", "uvicorn")
+    from neardup.service.door import allowed_hosts, is_loopback
     from neardup.ui import create_app
 
+    secret = resolve_token(token, token_file)
+    if secret is None and not is_loopback(host):
+        fail(f"--host {host} reaches other machines: give --token, --token-file or $NEARDUP_TOKEN")
     try:
-        app = create_app(run)
+        app = create_app(
+            run,
+            token=secret,
+            hosts=allowed_hosts(host, allow_host or ()),
+            rate=rate_or_none(rate_limit),
+            access_log=access_log,
+        )
     except RunError as err:
         fail(str(err))
     console.print(f"neardup ui on http://{host}:{port}/ (Ctrl-C to stop)", highlight=False)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    run_server(app, host, port, secret, access_log)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from neardup.cli.output import fail, out_console
+from neardup.cli.output import emit_table, fail, out_console, to_terminal
 from neardup.cli.progress import RichProgress
 from neardup.cli.scan_options import (
     SCAN_ERRORS,
@@ -54,6 +53,16 @@ from neardup.store import RunError, load_settings, load_summary, open_run
 
 
 def _print_summary(summary: dict[str, Any], path: Path) -> None:
+    if not to_terminal():  # a pipe or a file: one `key<TAB>value` line per figure, raw
+        flat = {k: v for k, v in summary.items() if not isinstance(v, dict | list)}
+        for group in ("skipped_by_reason", "stage_seconds"):
+            flat.update({f"{group}.{k}": v for k, v in summary.get(group, {}).items()})
+        print("\n".join(f"{k}\t{v}" for k, v in sorted(flat.items())), flush=True)
+        return
+    _print_summary_table(summary, path)
+
+
+def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
     sketched = summary["sketched"] or 0
     table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
     table.add_column("what")
@@ -241,18 +250,30 @@ def scan_command(
         fail("no usable page could be read from the input", code=1)
 
 
-def summary_command(run: Annotated[Path, typer.Argument(help="run directory")]) -> None:
+def summary_command(
+    run: Annotated[Path, typer.Argument(help="run directory")],
+    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
     """Print the summary of a finished scan again."""
     try:
-        _print_summary(load_summary(run), run)
+        summary = load_summary(run)
     except RunError as err:
         fail(str(err))
+    if json_out:
+        out_console.print_json(json.dumps(summary, default=str))
+    else:
+        _print_summary(summary, run)
+
+
+CLUSTER_COLUMNS = ["cluster", "pages", "hosts", "texts", "min sim", "url", "title"]
+MEMBER_COLUMNS = ["doc", "url", "host", "similarity", "role"]
 
 
 def clusters_command(
     run: Annotated[Path, typer.Argument(help="run directory")],
     top: Annotated[int, typer.Option(help="how many clusters to list")] = 20,
     cluster: Annotated[int | None, typer.Option(help="list the pages of this cluster id")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
 ) -> None:
     """The largest near-duplicate clusters, or the members of one cluster."""
     try:
@@ -267,32 +288,27 @@ def clusters_command(
                 "ORDER BY size DESC, cluster_id LIMIT ?",
                 [top],
             ).fetchall()
-            table = Table(title=f"largest near-duplicate clusters in {run}")
-            for col in ("cluster", "pages", "hosts", "texts", "min sim"):
-                table.add_column(col, justify="right", no_wrap=True)
-            table.add_column("representative (URL, title)", overflow="fold")
-            for cid, size, hosts, texts, min_sim, url, title in rows:
-                label = escape(url or "") + (f"\n[dim]{escape(title)}[/]" if title else "")
-                table.add_row(
-                    str(cid), f"{size:,}", str(hosts), str(texts), f"{min_sim:.2f}", label
-                )
+            columns, title = CLUSTER_COLUMNS, f"largest near-duplicate clusters in {run}"
+            shown = [[c, f"{n:,}", h, t, f"{m:.2f}", u, ti] for c, n, h, t, m, u, ti in rows]
         else:
             rows = con.execute(
-                "SELECT doc_id, url, host, similarity_to_representative, is_representative "
+                "SELECT doc_id, url, host, similarity_to_representative, "
+                "CASE WHEN is_representative THEN 'representative' ELSE 'duplicate' END "
                 "FROM pages WHERE cluster_id = ? ORDER BY NOT is_representative, doc_id",
                 [cluster],
             ).fetchall()
             if not rows:
                 fail(f"no cluster {cluster} in {run}")
-            table = Table(title=f"cluster {cluster}")
-            for col in ("doc", "url", "host", "similarity", "role"):
-                table.add_column(col, overflow="fold")
-            for doc, url, host, sim, is_rep in rows:
-                role = "representative" if is_rep else "duplicate"
-                table.add_row(str(doc), url or "", host or "", f"{sim:.3f}", role)
+            columns, title = MEMBER_COLUMNS, f"cluster {cluster}"
+            shown = [[d, u, h, f"{sim:.3f}", role] for d, u, h, sim, role in rows]
     finally:
         con.close()
-    out_console.print(table)
+    if json_out:
+        keys = [c.replace(" ", "_") for c in columns]
+        out_console.print_json(json.dumps([dict(zip(keys, r, strict=True)) for r in rows]))
+        return
+    right = frozenset({"cluster", "pages", "hosts", "texts", "min sim", "doc", "similarity"})
+    emit_table(title, columns, [list(r) for r in rows], right, shown)
 
 
 def dedup_command(

@@ -86,7 +86,7 @@ MaxDf = Annotated[
     int,
     typer.Option(help="drop shingles found in more pages than this (Broder: 1000; 0 keeps all)"),
 ]
-Workers = Annotated[int | None, typer.Option(help="worker processes (default: all cores)")]
+Workers = Annotated[int | None, typer.Option(min=1, help="worker processes (default: all cores)")]
 BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
 ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
 Links = Annotated[bool, typer.Option("--links/--no-links", help="extract the link graph")]

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from neardup.cli.door import (
+    DEFAULT_RATE,
+    AccessLogOpt,
+    AllowHostOpt,
+    RateOpt,
+    TokenFileOpt,
+    TokenOpt,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -18,24 +26,32 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Path, typer.Argument(help="Service store directory.")],
         host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="TCP port.")] = 8787,
-        token: Annotated[
-            str | None,
-            typer.Option(
-                help="Bearer token for writes (default: $NEARDUP_TOKEN; none: read-only)."
-            ),
-        ] = None,
+        token: TokenOpt = None,
+        token_file: TokenFileOpt = None,
+        allow_host: AllowHostOpt = None,
+        rate_limit: RateOpt = DEFAULT_RATE,
         max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 10 << 20,
+        access_log: AccessLogOpt = True,
     ) -> None:
-        """Serve the incremental duplicate index over HTTP (OpenAPI at /api/docs)."""
+        """Serve the incremental duplicate index over HTTP (OpenAPI at /api/openapi.json,
+        docs at /api/docs). Writes need the token; without one the server is read-only."""
         from neardup.cli.output import require_extra
 
         require_extra("service", "serve", "fastapi", "uvicorn")
-        import uvicorn
-
+        from neardup.cli.door import rate_or_none, resolve_token, run_server
         from neardup.service.api import create_service_app
+        from neardup.service.door import allowed_hosts
 
-        app_ = create_service_app(store, token or os.environ.get("NEARDUP_TOKEN"), max_body)
-        uvicorn.run(app_, host=host, port=port, log_level="warning")
+        secret = resolve_token(token, token_file)
+        app_ = create_service_app(
+            store,
+            secret,
+            max_body,
+            hosts=allowed_hosts(host, allow_host or ()),
+            rate=rate_or_none(rate_limit),
+            access_log=access_log,
+        )
+        run_server(app_, host, port, secret, access_log)
 
     @app.command("add")
     def add(

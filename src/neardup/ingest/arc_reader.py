@@ -10,6 +10,9 @@ records are skipped, and where the declared length does not land on a header lin
 header line found in the data ends the record instead.
 
 Offsets: the record's gzip member in a per-record gzip file, or the header line in a plain file.
+
+Bodies are read up to a cap (`Settings.max_payload_bytes`, `ingest/limits.py`): a bigger record
+is a row "payload too large" and is never held whole.
 """
 
 from __future__ import annotations
@@ -25,15 +28,22 @@ from typing import Any, BinaryIO
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 
+from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.common import (
     GZIP_MEMBER,
-    MAX_DECODED_BYTES,
-    BodyError,
     decode_body,
     iso_utc,
     next_gzip_member,
-    redirect_target,
     split_content_type,
+)
+from neardup.ingest.limits import (
+    BodyError,
+    PayloadTooLarge,
+    http_status,
+    raw_cap,
+    read_capped,
+    set_redirect,
+    too_large_reason,
 )
 from neardup.ingest.record import RawRecord
 
@@ -59,7 +69,7 @@ class _QuietArchiveIterator(ArchiveIterator):
     INC_RECORD = ""
 
 
-def iter_arc(path: str) -> Iterator[RawRecord]:
+def iter_arc(path: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> Iterator[RawRecord]:
     """All records of the ARC file at `path`, each as one RawRecord, in file order."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below, across yields
@@ -67,14 +77,14 @@ def iter_arc(path: str) -> Iterator[RawRecord]:
         yield RawRecord(path, 0, "file", skipped_reason=f"cannot open: {exc}")
         return
     try:
-        resume = yield from _warcio_records(path, fh)
+        resume = yield from _warcio_records(path, fh, max_payload_bytes)
         if resume is not None:
-            yield from _lenient_records(path, fh, resume)
+            yield from _lenient_records(path, fh, resume, max_payload_bytes)
     finally:
         fh.close()
 
 
-def _warcio_records(path: str, fh: BinaryIO) -> Iterator[RawRecord]:
+def _warcio_records(path: str, fh: BinaryIO, cap: int) -> Iterator[RawRecord]:
     """Records as warcio frames them; returns the offset to continue leniently from, or None.
 
     A record is held back until warcio has framed the next one without complaint, since a
@@ -88,7 +98,7 @@ def _warcio_records(path: str, fh: BinaryIO) -> Iterator[RawRecord]:
         for rec in records:
             if records.err_count != errors:
                 return pending.offset if pending is not None else resume
-            raw = _from_warcio(path, rec, records)
+            raw = _from_warcio(path, rec, records, cap)
             if pending is not None:
                 yield pending
             pending = raw
@@ -100,9 +110,11 @@ def _warcio_records(path: str, fh: BinaryIO) -> Iterator[RawRecord]:
     return None
 
 
-def _from_warcio(path: str, rec: Any, records: ArchiveIterator) -> RawRecord:
+def _from_warcio(path: str, rec: Any, records: ArchiveIterator, cap: int) -> RawRecord:
     """A warcio (arc2warc) record as a RawRecord. Read errors propagate (framing is lost)."""
-    body, complete = _read_all(rec.raw_stream)
+    stream = rec.raw_stream
+    body, more = read_capped(stream.read, raw_cap(cap))
+    complete = more or getattr(stream, "limit", 0) <= 0
     records.read_to_end(rec)
     headers = rec.rec_headers
     raw = RawRecord(
@@ -120,19 +132,10 @@ def _from_warcio(path: str, rec: Any, records: ArchiveIterator) -> RawRecord:
     http = rec.http_headers
     status = http.get_statuscode() if http is not None else None
     get = http.get_header if http is not None else None
-    _fill_page(raw, status, get, None, body, complete)
+    if more:
+        return _skip(raw, too_large_reason(cap))
+    _fill_page(raw, status, get, None, body, complete, cap)
     return raw
-
-
-def _read_all(stream: Any) -> tuple[bytes, bool]:
-    """Everything a warcio LimitReader holds, and whether the record was complete."""
-    parts = []
-    while True:
-        chunk = stream.read(1 << 16)
-        if not chunk:
-            break
-        parts.append(chunk)
-    return b"".join(parts), getattr(stream, "limit", 0) <= 0
 
 
 def _fill_page(
@@ -142,6 +145,7 @@ def _fill_page(
     arc_mime: str | None,
     body: bytes,
     complete: bool,
+    cap: int,
 ) -> None:
     """Status, content type, redirect and decoded payload (or the reason there is none)."""
     if raw.url and raw.url.lower().startswith(_NON_PAGE_SCHEMES):
@@ -152,18 +156,22 @@ def _fill_page(
         return
     if get_header is None:  # no HTTP header block (HTTP/0.9 or a non-HTTP capture)
         raw.content_type, raw.charset = split_content_type(arc_mime)
+        if len(body) > cap:
+            raw.skipped_reason = too_large_reason(cap)
+            return
         raw.payload = body
         return
-    try:
-        raw.status = int(status) if status else None
-    except ValueError:
-        raw.status = None
+    raw.status = http_status(status)
     raw.content_type, raw.charset = split_content_type(get_header("Content-Type") or arc_mime)
-    raw.redirect_to = redirect_target(raw.url, raw.status, get_header("Location"))
+    set_redirect(raw, get_header("Location"))
+    if raw.skipped_reason:
+        return
     try:
         raw.payload = decode_body(
-            body, get_header("Transfer-Encoding"), get_header("Content-Encoding")
+            body, get_header("Transfer-Encoding"), get_header("Content-Encoding"), limit=cap
         )
+    except PayloadTooLarge:
+        raw.skipped_reason = too_large_reason(cap)
     except BodyError as exc:
         raw.skipped_reason = f"unreadable record: {exc}"
 
@@ -171,20 +179,20 @@ def _fill_page(
 # --- lenient parser ------------------------------------------------------------------------
 
 
-def _lenient_records(path: str, fh: BinaryIO, start: int) -> Iterator[RawRecord]:
+def _lenient_records(path: str, fh: BinaryIO, start: int, cap: int) -> Iterator[RawRecord]:
     """Records from `start` to the end with the lenient parser, plain or gzip."""
     fd = fh.fileno()
     size = os.fstat(fd).st_size
     if start >= size:
         return
     if os.pread(fd, 3, 0) == GZIP_MEMBER:
-        yield from _lenient_gzip(path, fd, start, size)
+        yield from _lenient_gzip(path, fd, start, size, cap)
         return
     with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as buf:
-        yield from _lenient_block(path, buf, start, 0)
+        yield from _lenient_block(path, buf, start, 0, cap)
 
 
-def _lenient_block(path: str, buf: Any, start: int, base: int) -> Iterator[RawRecord]:
+def _lenient_block(path: str, buf: Any, start: int, base: int, cap: int) -> Iterator[RawRecord]:
     """ARC records in the bytes-like `buf` from `start`; offsets are `base` + position."""
     n = len(buf)
     pos = _skip_blank(buf, start)
@@ -211,7 +219,12 @@ def _lenient_block(path: str, buf: Any, start: int, base: int) -> Iterator[RawRe
             return
         end = _true_end(buf, body_start, end)
         try:
-            raw = _block_record(path, base + pos, end - pos, header, bytes(buf[body_start:end]))
+            if end - body_start > raw_cap(cap):  # never copy a huge block out of the map
+                raw = _header_record(path, base + pos, header, end - pos)
+                raw.skipped_reason = too_large_reason(cap)
+            else:
+                block = bytes(buf[body_start:end])
+                raw = _block_record(path, base + pos, end - pos, header, block, cap)
         except Exception as exc:  # a parser bug must not end the file for its neighbours
             raw = RawRecord(path, base + pos, "arc", end - pos)
             raw.skipped_reason = f"unreadable record: {type(exc).__name__}: {exc}"[:160]
@@ -272,7 +285,9 @@ def _header_record(path: str, offset: int, header: re.Match, length: int) -> Raw
     )
 
 
-def _block_record(path: str, offset: int, length: int, header: re.Match, block: bytes) -> RawRecord:
+def _block_record(
+    path: str, offset: int, length: int, header: re.Match, block: bytes, cap: int
+) -> RawRecord:
     """Parse the block of one ARC record: the HTTP response inside, if there is one."""
     raw = _header_record(path, offset, header, length)
     if raw.url and raw.url.startswith("filedesc:"):
@@ -281,7 +296,7 @@ def _block_record(path: str, offset: int, length: int, header: re.Match, block: 
     arc_mime = raw.content_type
     raw.content_type = None
     if not block.startswith(b"HTTP/"):
-        _fill_page(raw, None, None, arc_mime, block, True)
+        _fill_page(raw, None, None, arc_mime, block, True, cap)
         return raw
     stream = io.BytesIO(block)
     try:
@@ -289,15 +304,15 @@ def _block_record(path: str, offset: int, length: int, header: re.Match, block: 
     except Exception as exc:  # warcio raises StatusAndHeadersParserException and others
         return _skip(raw, f"unreadable record: bad HTTP header ({exc})"[:160])
     body = block[stream.tell() :]
-    _fill_page(raw, http.get_statuscode(), http.get_header, arc_mime, body, True)
+    _fill_page(raw, http.get_statuscode(), http.get_header, arc_mime, body, True, cap)
     return raw
 
 
-def _lenient_gzip(path: str, fd: int, start: int, size: int) -> Iterator[RawRecord]:
+def _lenient_gzip(path: str, fd: int, start: int, size: int, cap: int) -> Iterator[RawRecord]:
     """Per-member lenient parsing of a gzip ARC; damaged members are reported and skipped."""
     pos = start
     while pos < size:
-        data, end, error = _read_member(fd, pos, size)
+        data, end, error = _read_member(fd, pos, size, raw_cap(cap) + 65536)
         if error is not None and not data:
             restart = _next_arc_member(fd, pos + 1, size)
             stop = restart if restart is not None else size
@@ -306,7 +321,7 @@ def _lenient_gzip(path: str, fd: int, start: int, size: int) -> Iterator[RawReco
             )
             pos = stop
             continue
-        records = list(_lenient_block(path, data, 0, pos))
+        records = list(_lenient_block(path, data, 0, pos, cap))
         if len(records) == 1:
             records[0].length = end - pos
         else:
@@ -316,8 +331,12 @@ def _lenient_gzip(path: str, fd: int, start: int, size: int) -> Iterator[RawReco
         pos = end
 
 
-def _read_member(fd: int, pos: int, size: int) -> tuple[bytes, int, str | None]:
-    """(decompressed data, end offset, error) of the gzip member at `pos`."""
+def _read_member(fd: int, pos: int, size: int, limit: int) -> tuple[bytes, int, str | None]:
+    """(decompressed data, end offset, error) of the gzip member at `pos`.
+
+    A member that decompresses to more than `limit` bytes is reported, not held: its data
+    is dropped and the error says so, with the end found by decompressing it to a sink.
+    """
     dec = zlib.decompressobj(31)
     parts = []
     total = 0
@@ -326,14 +345,23 @@ def _read_member(fd: int, pos: int, size: int) -> tuple[bytes, int, str | None]:
         while not dec.eof and offset < size:
             chunk = os.pread(fd, 1 << 16, offset)
             offset += len(chunk)
-            out = dec.decompress(chunk)
-            parts.append(out)
-            total += len(out)
-            if total > MAX_DECODED_BYTES:
-                return b"", offset, "gzip member too large"
+            data = chunk
+            while data and not dec.eof:
+                out = dec.decompress(data, 1 << 20)
+                rest = dec.unconsumed_tail
+                if not out and len(rest) >= len(data):
+                    return b"", offset, "stuck gzip member"
+                data = rest
+                total += len(out)
+                if total <= limit:
+                    parts.append(out)
+                elif parts:
+                    parts = []  # over the limit: keep decompressing only to find the end
     except zlib.error as exc:
         return b"".join(parts), offset, f"bad gzip data: {exc}"
     end = offset - len(dec.unused_data) if dec.eof else offset
+    if total > limit:
+        return b"", end, f"gzip member too large ({total} bytes decompressed)"
     return b"".join(parts), end, None if dec.eof else "truncated gzip member"
 
 

@@ -18,10 +18,12 @@ from datetime import datetime, timedelta, timezone
 
 from fastwarc.stream_io import BrotliReader, ZstdReader
 
-from neardup.ingest.urls import resolve
+from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
+from neardup.ingest.limits import BodyError, PayloadTooLarge
 
-# Decoding stops beyond this size: a decompression bomb must not take a worker's memory.
-MAX_DECODED_BYTES = 256 * 1024 * 1024
+# Decoding stops beyond this size unless a caller gives its own cap (Settings.max_payload_bytes):
+# a decompression bomb must not take a worker's memory.
+MAX_DECODED_BYTES = DEFAULT_MAX_PAYLOAD_BYTES
 
 _CHUNK_SIZE_LINE = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
 _ISO_DATE = re.compile(
@@ -107,10 +109,6 @@ def sniff_archive(path: str) -> tuple[str | None, str | None]:
     return None, f"not a WARC or ARC file (starts with {head[:32]!r})"
 
 
-class BodyError(ValueError):
-    """The body cannot be decoded; the message becomes part of a skip reason."""
-
-
 def split_content_type(value: str | None) -> tuple[str | None, str | None]:
     """(media type in lower case, charset) from a Content-Type value; None for what is absent."""
     if not value:
@@ -185,25 +183,26 @@ def header_value(pairs: Iterable[tuple[str, str]], name: str) -> str | None:
     return None
 
 
-def redirect_target(url: str | None, status: int | None, location: str | None) -> str | None:
-    """Absolute target of a 3xx response's Location header, None for anything else."""
-    if status is None or not 300 <= status < 400 or not location:
-        return None
-    return resolve(url, location)
-
-
-def decode_body(body: bytes, transfer_encoding: str | None, content_encoding: str | None) -> bytes:
+def decode_body(
+    body: bytes,
+    transfer_encoding: str | None,
+    content_encoding: str | None,
+    limit: int = MAX_DECODED_BYTES,
+) -> bytes:
     """Undo chunked transfer-encoding and gzip/deflate/br/zstd content-encoding.
 
     Each step is skipped when the bytes show that it was already undone by the crawler.
-    Raises BodyError when an encoding is evidently present but broken.
+    Raises BodyError when an encoding is evidently present but broken, and PayloadTooLarge
+    as soon as a step would give more than `limit` bytes (never decoding further).
     """
     if transfer_encoding and "chunked" in transfer_encoding.lower() and looks_chunked(body):
-        body = dechunk(body)
+        body = dechunk(body, limit)
     if content_encoding:
         codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
         for coding in reversed(codings):
-            body = _undo_coding(body, coding)
+            body = _undo_coding(body, coding, limit)
+    if len(body) > limit:
+        raise PayloadTooLarge("decoded body too large")
     return body
 
 
@@ -220,7 +219,7 @@ def looks_chunked(body: bytes) -> bool:
     return end >= len(body) or body[end : end + 1] in (b"\r", b"\n")
 
 
-def dechunk(body: bytes) -> bytes:
+def dechunk(body: bytes, limit: int = MAX_DECODED_BYTES) -> bytes:
     """Join the chunks of a chunked body, keeping what precedes a malformed or cut-off chunk.
 
     Real records end early (truncated captures) or carry a wrong final chunk; the data read so
@@ -241,8 +240,8 @@ def dechunk(body: bytes) -> bytes:
         start = m.end()
         out.append(body[start : start + size])
         total += size
-        if total > MAX_DECODED_BYTES:
-            raise BodyError("chunked body too large")
+        if total > limit:
+            raise PayloadTooLarge("chunked body too large")
         pos = start + size
         if body.startswith(b"\r\n", pos):
             pos += 2
@@ -253,22 +252,24 @@ def dechunk(body: bytes) -> bytes:
     return b"".join(out)
 
 
-def _undo_coding(body: bytes, coding: str) -> bytes:
+def _undo_coding(body: bytes, coding: str, limit: int) -> bytes:
     """Undo one content coding if the data is still encoded with it."""
     if not body or coding in ("identity", "none", "utf-8", "binary", "8bit", "7bit"):
         return body
     if coding in ("gzip", "x-gzip"):
-        return _gunzip(body) if body.startswith(_GZIP_MAGIC) else body
+        return _gunzip(body, limit) if body.startswith(_GZIP_MAGIC) else body
     if coding == "deflate":
-        return _inflate(body)
+        return _inflate(body, limit)
     if coding == "br":
-        return _unbrotli(body)
+        return _unbrotli(body, limit)
     if coding == "zstd":
-        return _read_all(ZstdReader(io.BytesIO(body))) if body[:4] == _ZSTD_MAGIC else body
+        if body[:4] != _ZSTD_MAGIC:
+            return body
+        return _read_all(ZstdReader(io.BytesIO(body)), limit)
     raise BodyError(f"unsupported content-encoding {coding!r}")
 
 
-def _gunzip(body: bytes) -> bytes:
+def _gunzip(body: bytes, limit: int) -> bytes:
     """Decompress gzip, including concatenated members; a cut-off stream keeps its prefix."""
     out = []
     total = 0
@@ -276,15 +277,15 @@ def _gunzip(body: bytes) -> bytes:
     while data.startswith(_GZIP_MAGIC):
         dec = zlib.decompressobj(31)
         try:
-            chunk = dec.decompress(data, MAX_DECODED_BYTES + 1 - total)
+            chunk = dec.decompress(data, limit + 1 - total)
         except zlib.error as exc:
             if out:
                 break  # a damaged trailing member: keep the members before it
             raise BodyError(f"bad gzip body: {exc}") from None
         out.append(chunk)
         total += len(chunk)
-        if total > MAX_DECODED_BYTES:
-            raise BodyError("gzip body too large")
+        if total > limit:
+            raise PayloadTooLarge("gzip body too large")
         if not dec.eof:
             if not total:
                 raise BodyError("truncated gzip body")
@@ -293,32 +294,32 @@ def _gunzip(body: bytes) -> bytes:
     return b"".join(out)
 
 
-def _inflate(body: bytes) -> bytes:
+def _inflate(body: bytes, limit: int) -> bytes:
     """Deflate is zlib-wrapped per the RFC and raw in practice: try both, else keep the data."""
     for wbits in (15, -15):
         dec = zlib.decompressobj(wbits)
         try:
-            out = dec.decompress(body, MAX_DECODED_BYTES + 1)
+            out = dec.decompress(body, limit + 1)
         except zlib.error:
             continue
-        if len(out) > MAX_DECODED_BYTES:
-            raise BodyError("deflate body too large")
+        if len(out) > limit:
+            raise PayloadTooLarge("deflate body too large")
         if out:
             return out
     return body  # stored decoded despite the header
 
 
-def _unbrotli(body: bytes) -> bytes:
+def _unbrotli(body: bytes, limit: int) -> bytes:
     """Brotli has no magic bytes: try it, and keep the data as is when it is not brotli."""
     try:
-        out = _read_all(BrotliReader(io.BytesIO(body)))
+        out = _read_all(BrotliReader(io.BytesIO(body)), limit)
     except OSError:
         return body
     return out if out else body
 
 
-def _read_all(reader: BrotliReader | ZstdReader) -> bytes:
-    """Read a FastWARC stream reader to the end, bounded by MAX_DECODED_BYTES."""
+def _read_all(reader: BrotliReader | ZstdReader, limit: int) -> bytes:
+    """Read a FastWARC stream reader to the end, bounded by `limit`."""
     parts = []
     total = 0
     while True:
@@ -327,8 +328,8 @@ def _read_all(reader: BrotliReader | ZstdReader) -> bytes:
             break
         parts.append(chunk)
         total += len(chunk)
-        if total > MAX_DECODED_BYTES:
-            raise BodyError("decoded body too large")
+        if total > limit:
+            raise PayloadTooLarge("decoded body too large")
     return b"".join(parts)
 
 
@@ -346,14 +347,16 @@ def member_head(fd: int, offset: int, want: int) -> bytes:
 def next_gzip_member(
     fd: int, start: int, size: int, opens_record: Callable[[bytes], bool]
 ) -> int | None:
-    """Offset of the next gzip member at or after `start` whose first decompressed bytes
+    """Offset of the next gzip member in [start, size) whose first decompressed bytes
     open a record, to resynchronise after a damaged member. Reads the file in 1 MiB windows."""
     window = 1 << 20
     pos = start
     while pos < size:
         block = os.pread(fd, window + 2, pos)
+        if not block:
+            return None
         i = block.find(GZIP_MEMBER)
-        while i != -1:
+        while i != -1 and pos + i < size:
             if opens_record(member_head(fd, pos + i, 4096)):
                 return pos + i
             i = block.find(GZIP_MEMBER, i + 1)

@@ -23,6 +23,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding, detect_mime, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 
+from neardup.ingest import commoncrawl
 from neardup.ingest.common import sniff_kind
 from neardup.ingest.record import ExtractedPage, RawRecord
 from neardup.ingest.urls import resolve, resolver
@@ -82,7 +83,9 @@ def extract_page(
     if rec.skipped_reason:
         return ExtractedPage(skipped_reason=rec.skipped_reason)
     if rec.text is not None:
-        return _given_text(rec.text, max_payload_bytes)
+        return _given_text(rec.text, max_payload_bytes)  # tables, and WET conversion records
+    if commoncrawl.is_wat(rec):
+        return commoncrawl.wat_page(rec, links)
     payload = rec.payload or b""
     page = ExtractedPage(exact_fp=fingerprint(payload), payload_bytes=len(payload))
     if len(payload) > max_payload_bytes:

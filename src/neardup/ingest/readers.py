@@ -4,6 +4,11 @@ Kinds are decided before anything is read, so that a typo or an unsupported file
 command at once ("cannot read X: ...") instead of after an hour of ingest. The content decides
 over the file name: an ARC named .warc.gz is read as ARC (FastWARC would silently return
 nothing for it), a gzipped JSONL named .json.gz as JSONL.
+
+A folder entry that cannot be read (a dangling symlink, a FIFO, a file without permission) is
+not an error that ends the scan: it is an input of kind "unreadable", which becomes one row
+with its reason. File names that are not UTF-8 are written as `source` with their odd bytes
+escaped, since Parquet and DuckDB only take UTF-8.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.arc_reader import iter_arc
 from neardup.ingest.common import read_head, sniff_kind
 from neardup.ingest.html_dir import has_html_files, iter_html_dir
+from neardup.ingest.limits import entry_problem, safe_text
 from neardup.ingest.record import RawRecord
 from neardup.ingest.tables import iter_jsonl, iter_parquet
 from neardup.ingest.warc_reader import iter_warc
 
-KINDS = ("warc", "arc", "jsonl", "parquet", "html_dir")
+KINDS = ("warc", "arc", "jsonl", "parquet", "html_dir", "unreadable")
 _SUFFIX_KINDS = (
     ((".warc", ".warc.gz", ".warc.zst", ".warc.zstd"), "warc"),
     ((".arc", ".arc.gz"), "arc"),
@@ -48,12 +55,18 @@ def detect_input_kind(path: str) -> str:
     items = _expand_one(path)
     if len(items) == 1 and items[0] == path:
         return _detect_one(path)
-    kinds = {_detect_one(item) for item in items}
+    kinds = {_detect_one(item, listed=True) for item in items}
     return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
-def _detect_one(path: str) -> str:
-    """The kind of one file, or of one directory holding HTML files."""
+def _detect_one(path: str, listed: bool = False) -> str:
+    """The kind of one file, or of one directory holding HTML files.
+
+    An entry that exists but is no regular file (dangling symlink, FIFO, socket) is
+    "unreadable", and so is a file found in a folder (`listed`) that cannot be read.
+    """
+    if entry_problem(path) is not None:
+        return "unreadable"
     p = Path(path)
     if p.is_dir():
         if has_html_files(p):
@@ -66,7 +79,9 @@ def _detect_one(path: str) -> str:
     try:
         head = read_head(path)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if listed:
+            return "unreadable"
+        raise InputError(f"{safe_text(path)}: cannot read: {exc.strerror or exc}") from None
     except Exception:  # damaged gzip: the reader will report it record by record
         head = b""
     kind = _kind_from_content(head)
@@ -107,8 +122,10 @@ def expand_inputs(paths: list[str]) -> list[tuple[str, str]]:
         raise InputError("no input paths given")
     out: list[tuple[str, str]] = []
     for path in paths:
-        for item in _expand_one(path):
-            out.append((item, _detect_one(item)))
+        items = _expand_one(path)
+        listed = items != [path]
+        for item in items:
+            out.append((item, _detect_one(item, listed)))
     return out
 
 
@@ -122,7 +139,7 @@ def _expand_one(path: str) -> list[str]:
     p = Path(path)
     if p.is_dir() and not has_html_files(p):
         files = sorted(
-            (f for f in p.rglob("*") if f.is_file() and _kind_from_suffix(f.name)),
+            (f for f in p.rglob("*") if _is_input_entry(f)),
             key=lambda f: f.relative_to(p).as_posix(),
         )
         if not files:
@@ -131,33 +148,66 @@ def _expand_one(path: str) -> list[str]:
     return [path]
 
 
-def iter_records(paths: list[str], base_url: str | None = None) -> Iterator[RawRecord]:
+def _is_input_entry(entry: Path) -> bool:
+    """A folder entry to read: a file with an input suffix, or one that cannot be read
+    at all (reported as a row rather than passed over in silence)."""
+    if entry.is_dir():
+        return False
+    if entry_problem(str(entry)) is not None:
+        return True
+    return entry.is_file() and _kind_from_suffix(entry.name) is not None
+
+
+def iter_records(
+    paths: list[str],
+    base_url: str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> Iterator[RawRecord]:
     """Every record of every input, inputs in the given order, records in file order.
 
     All inputs are checked first (InputError for a missing or unknown one), so this raises
     before the first record or not at all; `base_url` is the URL prefix for html_dir inputs.
+    Bodies above `max_payload_bytes` are not read: their records say "payload too large".
     """
     inputs = expand_inputs(paths)
-    return _chain(inputs, base_url)
+    return _chain(inputs, base_url, max_payload_bytes)
 
 
-def _chain(inputs: list[tuple[str, str]], base_url: str | None) -> Iterator[RawRecord]:
+def _chain(inputs: list[tuple[str, str]], base_url: str | None, cap: int) -> Iterator[RawRecord]:
     """The records of the checked inputs, one reader after another."""
     for path, kind in inputs:
-        yield from _reader(kind, base_url)(path)
+        for rec in _reader(kind, base_url, cap)(path):
+            rec.source = safe_text(rec.source)
+            yield rec
 
 
-def _reader(kind: str, base_url: str | None) -> Callable[[str], Iterator[RawRecord]]:
+def _reader(kind: str, base_url: str | None, cap: int) -> Callable[[str], Iterator[RawRecord]]:
     """The record iterator for an input kind."""
     if kind == "html_dir":
-        return lambda path: iter_html_dir(path, base_url)
-    readers: dict[str, Callable[[str], Iterator[RawRecord]]] = {
+        return lambda path: iter_html_dir(path, base_url, cap)
+    readers: dict[str, Callable[[str, int], Iterator[RawRecord]]] = {
         "warc": iter_warc,
         "arc": iter_arc,
         "jsonl": iter_jsonl,
         "parquet": iter_parquet,
     }
-    return readers[kind]
+    if kind == "unreadable":
+        return iter_unreadable
+    read = readers[kind]
+    return lambda path: read(path, cap)
+
+
+def iter_unreadable(path: str) -> Iterator[RawRecord]:
+    """The one row of an input that cannot be read, with the reason; never opens a FIFO."""
+    reason = entry_problem(path)
+    if reason is None:
+        try:
+            with open(path, "rb") as fh:
+                fh.read(1)
+            reason = "unreadable entry"
+        except OSError as exc:
+            reason = f"unreadable entry: {exc.strerror or exc}"
+    yield RawRecord(source=path, offset=0, record_type="file", skipped_reason=reason)
 
 
 __all__ = ["KINDS", "InputError", "detect_input_kind", "expand_inputs", "iter_records"]

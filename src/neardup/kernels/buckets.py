@@ -7,7 +7,10 @@ keys brings each bucket together; a bucket of n documents yields all n(n-1)/2 pa
 is small, and a chain of n-1 consecutive pairs when it is larger than `max_bucket_pairs`, so
 one boilerplate-heavy bucket cannot make the pair count explode. A chain still connects the
 whole bucket, so clustering sees the same components; verification then decides which links
-hold.
+hold. Which pairs a chain holds depends on the order of the bucket, so the chain follows a
+per-document `order` key (the scan's and the service's page key) and the id only where two
+keys are equal: the same pages read in another order, or added to the service one batch at a
+time, give the same chain.
 """
 
 from __future__ import annotations
@@ -66,23 +69,30 @@ def _emit_pairs(keys: np.ndarray, docs: np.ndarray, max_bucket: int, out: np.nda
         size = j - i
         if size > max_bucket:
             for p in range(i, j - 1):
-                out[k] = (docs[p] << 32) | docs[p + 1]
+                lo, hi = min(docs[p], docs[p + 1]), max(docs[p], docs[p + 1])
+                out[k] = (lo << 32) | hi
                 k += 1
         elif size > 1:
             for p in range(i, j):
                 for q in range(p + 1, j):
-                    out[k] = (docs[p] << 32) | docs[q]
+                    lo, hi = min(docs[p], docs[q]), max(docs[p], docs[q])
+                    out[k] = (lo << 32) | hi
                     k += 1
         i = j
 
 
 def table_pairs(
-    keys: np.ndarray, docs: np.ndarray, max_bucket_pairs: int, stats: CandidateStats
+    keys: np.ndarray,
+    docs: np.ndarray,
+    max_bucket_pairs: int,
+    stats: CandidateStats,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Packed pairs (a << 32 | b, a < b) of documents sharing a key in one table."""
-    order = np.lexsort((docs, keys))
-    sorted_keys = np.ascontiguousarray(keys[order])
-    sorted_docs = np.ascontiguousarray(docs[order]).astype(np.int64)
+    """Packed pairs (a << 32 | b, a < b) of documents sharing a key in one table; a large
+    bucket's chain follows (`order`, doc), or doc alone without `order`."""
+    perm = np.lexsort((docs, keys) if order is None else (docs, order, keys))
+    sorted_keys = np.ascontiguousarray(keys[perm])
+    sorted_docs = np.ascontiguousarray(docs[perm]).astype(np.int64)
     total, large, largest = _count_pairs(sorted_keys, max_bucket_pairs)
     out = np.empty(total, dtype=np.int64)
     _emit_pairs(sorted_keys, sorted_docs, max_bucket_pairs, out)
@@ -94,22 +104,27 @@ def table_pairs(
 
 
 def bucket_candidates(
-    keys: np.ndarray, docs: np.ndarray, max_bucket_pairs: int
+    keys: np.ndarray, docs: np.ndarray, max_bucket_pairs: int, order: np.ndarray | None = None
 ) -> tuple[np.ndarray, CandidateStats]:
     """Unique packed candidate pairs over all tables (columns) of `keys`.
 
-    `keys` is (n_docs, n_tables) int64, `docs` the (n_docs,) integer ids in increasing order,
-    each below 2**31 so that a pair packs into one int64 with the smaller id first.
+    `keys` is (n_docs, n_tables) int64, `docs` the (n_docs,) integer ids, each below 2**31
+    so that a pair packs into one int64 with the smaller id first; `order` (n_docs,) int64
+    orders the chains of large buckets (see the module docstring).
     """
     if keys.ndim != 2 or keys.shape[0] != docs.shape[0]:
         raise ValueError("keys must be (n_docs, n_tables) aligned with docs")
     docs = np.asarray(docs, dtype=np.int64)
+    if order is not None:
+        order = np.asarray(order, dtype=np.int64)
+        if order.shape != docs.shape:
+            raise ValueError("order must hold one key per document")
     if docs.size and (docs.min() < 0 or docs.max() >= 2**31):
         raise ValueError("document ids must be in [0, 2**31)")
     stats = CandidateStats()
     found = np.empty(0, dtype=np.int64)
     for t in range(keys.shape[1]):
-        pairs = table_pairs(np.ascontiguousarray(keys[:, t]), docs, max_bucket_pairs, stats)
+        pairs = table_pairs(np.ascontiguousarray(keys[:, t]), docs, max_bucket_pairs, stats, order)
         if pairs.size:
             found = np.union1d(found, pairs)
     stats.unique = int(found.size)

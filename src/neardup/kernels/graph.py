@@ -1,14 +1,19 @@
 """Clustering on the graph of verified near-duplicate pairs.
 
-Nodes are indices 0..n-1 in document order; edges are verified pairs (every edge already
-passed the similarity threshold). Two views are computed:
+Nodes are indices 0..n-1; edges are verified pairs (every edge already passed the similarity
+threshold). Every tie is broken by a per-node `tiebreak` key (the scan and the service pass a
+64-bit hash of the page's normalized URL), then by the node index only where two keys are
+equal: node indices follow input order, which a re-crawl or an incremental index does not
+share, so a rule that fell back on them would give a different representative, and after
+the centre rule a different partition, for the same pages read in another order. Without
+`tiebreak` the index is the key. Three views are computed:
 
 * connected components (union-find's answer, Broder et al. 1997): the transitive closure. On
   sites whose pages share heavy navigation, chains of 0.8-similar neighbours can join hundreds
   of different pages, so this view is kept as `component_id` but is not the default cluster;
 * centre clusters: nodes are visited by decreasing degree (ties: larger equivalence class,
-  then lower id); a node that no centre has reached yet becomes a centre. Then every other
-  node joins the adjacent centre it is most similar to (ties: the earlier centre). Every
+  then lower tiebreak rank); a node that no centre has reached yet becomes a centre. Then
+  every other node joins the adjacent centre it is most similar to (ties: the earlier centre). Every
   member therefore has a verified edge to its representative, in the spirit of the Ask.com
   design, where a loser must verify against its group's winner;
 * core clusters (the scan's default): first the connected components over *strong* edges
@@ -77,13 +82,28 @@ def connected_components(graph: Graph) -> np.ndarray:
     return smallest[labels]
 
 
-def _visit_order(graph: Graph, weight: np.ndarray, weight_first: bool = False) -> np.ndarray:
+def tiebreak_rank(n: int, tiebreak: np.ndarray | None) -> np.ndarray:
+    """Rank 0..n-1 of each node by (tiebreak key, index); the index itself without keys."""
+    idx = np.arange(n, dtype=np.int64)
+    if tiebreak is None:
+        return idx
+    key = np.asarray(tiebreak, dtype=np.int64)
+    if key.shape != (n,):
+        raise ValueError("tiebreak must hold one key per node")
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort((idx, key))] = idx
+    return rank
+
+
+def _visit_order(
+    graph: Graph, weight: np.ndarray, weight_first: bool = False, rank: np.ndarray | None = None
+) -> np.ndarray:
     """Nodes by decreasing degree, then decreasing weight (or weight, then degree), then
-    increasing index."""
-    idx = np.arange(graph.n, dtype=np.int64)
+    increasing tiebreak rank (the index when no rank is given)."""
+    r = np.arange(graph.n, dtype=np.int64) if rank is None else rank
     w = -np.asarray(weight, dtype=np.int64)
     d = -graph.degree()
-    return np.lexsort((idx, d, w) if weight_first else (idx, w, d))
+    return np.lexsort((r, d, w) if weight_first else (r, w, d))
 
 
 @njit(cache=True)
@@ -127,25 +147,32 @@ def _join_best_centre(
 
 
 def center_clusters(
-    graph: Graph, weight: np.ndarray | None = None, weight_first: bool = False
+    graph: Graph,
+    weight: np.ndarray | None = None,
+    weight_first: bool = False,
+    tiebreak: np.ndarray | None = None,
 ) -> np.ndarray:
     """Representative node of each node under the centre rule (itself when it is one)."""
     if graph.n == 0:
         return np.empty(0, dtype=np.int64)
     w = np.ones(graph.n, dtype=np.int64) if weight is None else weight
-    rank = _centres(graph.indptr, graph.indices, _visit_order(graph, w, weight_first))
+    order = _visit_order(graph, w, weight_first, tiebreak_rank(graph.n, tiebreak))
+    rank = _centres(graph.indptr, graph.indices, order)
     return _join_best_centre(graph.indptr, graph.indices, graph.weights, rank)
 
 
 def component_representatives(
-    graph: Graph, labels: np.ndarray, weight: np.ndarray | None = None
+    graph: Graph,
+    labels: np.ndarray,
+    weight: np.ndarray | None = None,
+    tiebreak: np.ndarray | None = None,
 ) -> np.ndarray:
     """For the transitive view: each node's component representative, chosen by the same
-    order as the centre rule (highest degree, then weight, then lowest index)."""
+    order as the centre rule (highest degree, then weight, then lowest tiebreak rank)."""
     if graph.n == 0:
         return np.empty(0, dtype=np.int64)
     w = np.ones(graph.n, dtype=np.int64) if weight is None else weight
-    order = _visit_order(graph, w)
+    order = _visit_order(graph, w, rank=tiebreak_rank(graph.n, tiebreak))
     # The first node of each component in visit order is its representative.
     first_seen = np.full(graph.n, -1, dtype=np.int64)
     lab_in_order = labels[order]
@@ -171,11 +198,15 @@ def _quotient(
 
 
 def core_clusters(
-    graph: Graph, core_threshold: float, weight: np.ndarray | None = None
+    graph: Graph,
+    core_threshold: float,
+    weight: np.ndarray | None = None,
+    tiebreak: np.ndarray | None = None,
 ) -> np.ndarray:
     """Representative node of each node under the core rule (see the module docstring)."""
     if graph.n == 0:
         return np.empty(0, dtype=np.int64)
+    rank = tiebreak_rank(graph.n, tiebreak)
     w = np.ones(graph.n, dtype=np.int64) if weight is None else np.asarray(weight, dtype=np.int64)
     src = np.repeat(np.arange(graph.n, dtype=np.int64), np.diff(graph.indptr))
     strong = (graph.weights >= core_threshold) & (src < graph.indices)
@@ -185,12 +216,15 @@ def core_clusters(
     _, core_of, qa, qb, qsim = _quotient(graph, cores)
     n_cores = int(core_of.max()) + 1
     core_weight = np.bincount(core_of, weights=w, minlength=n_cores).astype(np.int64)
+    # A core's own tie-break is its best-ranked page's, so core order follows the page keys.
+    core_rank = np.full(n_cores, graph.n, dtype=np.int64)
+    np.minimum.at(core_rank, core_of, rank)
     # Cores are visited by size first: a large core of near-identical pages is the natural
     # centre of the weaker pages around it.
     quotient = Graph.from_edges(n_cores, qa, qb, qsim)
-    centre_core = center_clusters(quotient, core_weight, weight_first=True)
+    centre_core = center_clusters(quotient, core_weight, weight_first=True, tiebreak=core_rank)
     # The representative page of a centre core: its first node in the usual visit order.
-    order = _visit_order(graph, w)
+    order = _visit_order(graph, w, rank=rank)
     first_of_core = np.full(n_cores, -1, dtype=np.int64)
     core_in_order = core_of[order]
     _, pos = np.unique(core_in_order, return_index=True)

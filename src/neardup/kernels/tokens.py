@@ -1,75 +1,50 @@
-"""Broder's canonical token stream: lower-cased words joined by single spaces.
+"""Broder's canonical token stream for every script: normalised tokens joined by single spaces.
 
-A *word* is a maximal run of Unicode letters and digits (`str.isalnum()`, exactly what `re`'s
-`[^\\W_]` matches) together with the combining marks (general category M*) that follow them.
-Marks belong to words as in Unicode's own definition of `\\w` (UTS #18, Annex C), so a letter
-written with a combining accent, or a Devanagari word with its vowel signs, stays one word
-instead of being cut at every mark; a mark after a separator (say a variation selector after
-an emoji) stays part of the separator. Everything else (spaces, punctuation, the underscore,
-symbols such as `<`, `>`, `=`, `&`, `/`) separates words, which removes the "formatting, HTML
-commands" that the paper's canonical form ignores.
+The canonical text of a page is defined character by character:
 
-Lower-casing is Python's full lower-case mapping of each character (`str.lower`, so U+0130
-'İ' becomes 'i̇'), except that Greek capital and final sigma both become 'σ': `str.lower`
-chooses between 'σ' and 'ς' from the surrounding letters, and a context-free mapping keeps the
-canonical form a per-character function.
+1. **Normalisation.** Each code point c becomes NFKD(casefold(NFKD(casefold(NFD(c))))), the
+   per-character form of Unicode's *compatibility caseless match* (D146): full-width and
+   half-width forms, ligatures, circled and super-script digits and the like become their
+   plain letters ('ＡＢＣ１２３' -> 'abc123', 'ﬁ' -> 'fi', '㍿' -> '株式会社'), case is folded
+   ('Straße' -> 'strasse', 'Σ'/'ς' -> 'σ'), and precomposed letters are written decomposed,
+   so 'é' and 'e' + U+0301 agree. The decomposed form is what makes this a per-character
+   function (NFKC would have to compose across characters); it has exactly NFKC's
+   equivalence classes except that marks typed in a non-canonical order are not reordered.
+2. **Tokens.** A *word* is a maximal run of letters and digits (`str.isalnum()` of the
+   normalised code points) with the combining marks (general category M*) that follow them,
+   as in Unicode's `\\w` (UTS #18, Annex C). Characters of scripts written without spaces
+   between words (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar; see `SOLO_SCRIPTS`)
+   are *one token each*, with the combining marks that follow them (a Thai tone mark or
+   vowel sign, a Japanese voicing mark, a Khmer coeng): maximal runs would make a Chinese
+   paragraph one token, so one changed character would change every shingle of it. A
+   5-shingle over such text is then 5 characters, the usual character 5-gram of CJK
+   near-duplicate work. Their decimal digits stay words ('2024年' -> '2024 年').
+   Mixed text works: 'Hello世界foo' -> 'hello 世 界 foo'.
+3. Everything else (spaces, punctuation, the underscore, symbols such as `<`, `>`, `=`, `&`,
+   `/`) separates tokens, which removes the "formatting, HTML commands" that the paper's
+   canonical form ignores; a mark after a separator stays part of the separator.
 
-Why a kernel and not `re.sub`: one `re.sub` with a precompiled class runs at about 30 MB/s
-on real page text, several times slower than all the rest of sketching together. The kernel
-decodes UTF-8 and looks every code point up in a table built once per process from Python's
-own Unicode database (`unicodedata`, `str.isalnum`, `str.lower`), so the result is exactly
-the reference definition above (the tests compare it on every code point) at several hundred
-MB/s. The table depends on the Unicode version of the Python build
-(`unicodedata.unidata_version`): characters assigned in a newer Unicode version can tokenise
-differently on an older Python.
+Why a kernel and not `re.sub` plus `unicodedata.normalize`: those run at tens of MB/s on
+real page text, several times slower than all the rest of sketching together. The kernel
+decodes UTF-8 and looks every code point up in a table (`chartable.py`) built once per
+process (about 1 s) from Python's own Unicode database (`unicodedata`, `str.isalnum`,
+`str.casefold`), so the result is exactly the definition above (the tests compare it on
+every code point) at several hundred MB/s; ASCII bytes take a branch-free path of their own.
+The table depends on the Unicode version of the Python build (`unicodedata.unidata_version`).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import sys
-import unicodedata
 from typing import Any
 
 import numpy as np
 from numba import njit
 
-SEPARATOR = -1  # table value of a character that separates words
-_MARK = 1 << 24  # flag on combining marks: word characters only right after one
-_CODE = _MARK - 1
-_DOTTED_I = _CODE  # U+0130, whose lower case is two code points: 'i' + U+0307
-_UTF8_GROWTH_NUM, _UTF8_GROWTH_DEN = 3, 2  # lower-casing grows UTF-8 by at most 3/2
+from neardup.kernels.chartable import CODE, EXPAND, MARK, SEPARATOR, SOLO, char_table
+
+_INITIAL_GROWTH_NUM, _INITIAL_GROWTH_DEN = 3, 2  # first guess of output/input bytes
 _PADDING = 8  # readable bytes after the last text, for 8-byte loads
-
-
-@functools.cache
-def char_table() -> np.ndarray:
-    """int32 per code point: the lower-case code point of a word character, or SEPARATOR.
-
-    Built in about 0.2 s on first use and cached for the life of the process.
-    """
-    n = sys.maxunicode + 1
-    text = np.arange(n, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
-    word = np.fromiter(map(str.isalnum, text), dtype=bool, count=n)
-    mark = np.fromiter((c[0] == "M" for c in map(unicodedata.category, text)), bool, count=n)
-    # Lower-case the whole range at once; only U+0130 changes length, so lower the two halves
-    # around it separately to keep positions aligned.
-    lowered = text[:0x130].lower() + "\u0130" + text[0x131:].lower()
-    low = np.frombuffer(lowered.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    table = np.full(n, SEPARATOR, dtype=np.int32)
-    table[word] = low[word].astype(np.int32)
-    mark &= ~word
-    table[mark] = low[mark].astype(np.int32) | _MARK
-    table[0x130] = _DOTTED_I
-    table[0x3A3] = 0x3C3  # Σ -> σ
-    table[0x3C2] = 0x3C3  # ς -> σ
-    table.setflags(write=False)
-    return table
-
-
-def _utf8_len(cp: np.ndarray) -> np.ndarray:
-    return 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)
 
 
 @njit(cache=True, inline="always")
@@ -93,36 +68,82 @@ def _put_utf8(out: np.ndarray, o: int, cp: int) -> int:
     return o + 4
 
 
+@njit(cache=True, inline="always")
+def _emit(out: np.ndarray, o: int, v: int, in_word: bool, solo: bool) -> tuple[int, bool, bool]:
+    """Write one normalised code point `v` (a table value); returns (o, in_word, solo).
+
+    `in_word`: a word is open (a separator must write a space). `solo`: the last token is
+    a solo character whose closing space is out[o - 1], so a mark can still join it.
+    """
+    if v == SEPARATOR:
+        if in_word:
+            out[o] = 32
+            o += 1
+        return o, False, False
+    cp = v & CODE
+    if v & MARK:
+        if in_word:
+            return _put_utf8(out, o, cp), True, False
+        if solo:  # reopen the solo token: the mark replaces its closing space
+            o = _put_utf8(out, o - 1, cp)
+            out[o] = 32
+            return o + 1, False, True
+        return o, False, False
+    if v & SOLO:
+        if in_word:
+            out[o] = 32
+            o += 1
+        o = _put_utf8(out, o, cp)
+        out[o] = 32
+        return o + 1, False, True
+    return _put_utf8(out, o, cp), True, False
+
+
 @njit(cache=True)
 def canonicalize_kernel(
-    buf: np.ndarray, offsets: np.ndarray, table: np.ndarray, out: np.ndarray
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    codes: np.ndarray,
+    expansions: np.ndarray,
+    max_out: int,
+    out: np.ndarray,
 ) -> np.ndarray:
     """Canonicalise every document of a packed UTF-8 buffer into `out`; returns the output
-    offsets (n_docs + 1). `out` needs 3/2 of the input size (lower-casing can turn a 2-byte
-    character into a 3-byte one; separators only shrink).
+    offsets (n_docs + 1), or offsets whose last value is -1 when `out` was too small (the
+    caller retries with a larger one).
 
-    The space is written at the first separator after a word (and dropped again at the end
-    of a document), which keeps the ASCII path free of unpredictable branches.
+    ASCII bytes never grow, so only the other characters check the room left. On ASCII the
+    space is written at the first separator after a word (and dropped again at the end of
+    a document), which keeps that path free of unpredictable branches. A solo character
+    writes its closing space at once; `solo_at` remembers where in the input it ended, so a
+    mark right after it (and only then) can still join it.
     """
     n_docs = offsets.shape[0] - 1
     out_offsets = np.empty(n_docs + 1, dtype=np.int64)
+    later = 0  # input bytes of the documents after the current one
+    for d in range(n_docs):
+        later += offsets[d + 1] - offsets[d]
+    cap = out.shape[0]
     o = 0
     for d in range(n_docs):
         doc_start = o
         out_offsets[d] = o
         i = offsets[d]
         end = offsets[d + 1]
+        later -= end - i
         in_word = False
+        solo_at = -1
         while i < end:
             c = np.int64(buf[i])
             if c < 0x80:  # ASCII: one byte in, at most one byte out, no data-dependent branch
                 i += 1
-                v = np.int64(table[c])
+                v = np.int64(codes[c])
                 is_word = v >= 0
                 out[o] = v if is_word else 32
                 o += is_word or in_word
                 in_word = is_word
                 continue
+            solo = solo_at == i
             if c < 0xE0 and i + 1 < end:
                 cp = ((c & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)
                 i += 2
@@ -144,21 +165,23 @@ def canonicalize_kernel(
             else:  # truncated sequence: cannot come from str.encode; a separator
                 i += 1
                 cp = 0xD800
-            v = np.int64(table[cp]) if cp < table.shape[0] else SEPARATOR
-            if v == SEPARATOR or (v & _MARK and not in_word):
-                # A mark only extends a word; after a separator it belongs to the separator.
+            v = np.int64(codes[cp]) if cp < codes.shape[0] else SEPARATOR
+            if v == SEPARATOR:
                 if in_word:
                     out[o] = 32
                     o += 1
                 in_word = False
                 continue
-            in_word = True
-            v &= _CODE
-            if v == _DOTTED_I:
-                out[o] = 0x69
-                o = _put_utf8(out, o + 1, 0x307)
+            if o + max_out + (end - i) + later + 1 > cap:
+                out_offsets[n_docs] = -1
+                return out_offsets
+            if v & EXPAND:
+                k = v & CODE
+                for j in range(k + 1, k + 1 + expansions[k]):
+                    o, in_word, solo = _emit(out, o, np.int64(expansions[j]), in_word, solo)
             else:
-                o = _put_utf8(out, o, v)
+                o, in_word, solo = _emit(out, o, v, in_word, solo)
+            solo_at = i if solo else -1
         if o > doc_start and out[o - 1] == 32:
             o -= 1
     out_offsets[n_docs] = o
@@ -210,9 +233,17 @@ def pack_arrow(texts: Any) -> tuple[np.ndarray, np.ndarray]:
 def canonicalize_packed(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Canonical UTF-8 of a packed batch: (buffer, offsets). The sketch kernels read this
     directly, without building Python strings."""
-    end = int(offsets[-1])
-    out = np.empty(end * _UTF8_GROWTH_NUM // _UTF8_GROWTH_DEN + 16, dtype=np.uint8)
-    out_offsets = canonicalize_kernel(buf, offsets, char_table(), out)
+    table = char_table()
+    end = int(np.sum(np.diff(offsets)))  # input bytes, wherever the documents lie
+    size = end * _INITIAL_GROWTH_NUM // _INITIAL_GROWTH_DEN + table.max_out + 16
+    while True:  # decomposed Hangul and long compatibility forms can outgrow the first guess
+        out = np.empty(size + _PADDING, dtype=np.uint8)
+        out_offsets = canonicalize_kernel(
+            buf, offsets, table.codes, table.expansions, table.max_out, out[:size]
+        )
+        if out_offsets[-1] >= 0:
+            break
+        size *= 2
     stop = int(out_offsets[-1])
     out[stop : stop + _PADDING] = 0  # padding for the 8-byte loads of the sketch kernels
     return out[: stop + _PADDING], out_offsets
@@ -226,7 +257,7 @@ def unpack_texts(buf: np.ndarray, offsets: np.ndarray) -> list[str]:
 
 
 def canonicalize(text: str) -> str:
-    """Broder's canonical form of `text`: lower-cased words joined by single spaces."""
+    """The canonical form of `text` (see the module doc): normalised tokens joined by spaces."""
     if text.isascii():
         # The common case needs no table: `bytes.translate` maps each byte in C.
         return " ".join(text.encode("ascii").translate(_ASCII_MAP).decode("ascii").split())

@@ -1,6 +1,6 @@
 """Incremental duplicate service: a persistent two-tier index (DuckDB) and its HTTP API."""
 
-from neardup.service.groups import partition_group, winner_key
+from neardup.service.groups import elect, winner_key
 from neardup.service.index import ServiceIndex
 from neardup.service.lengths import (
     LengthMap,
@@ -32,10 +32,10 @@ __all__ = [
     "balanced_edges",
     "dim_lengths",
     "effective_popularity",
+    "elect",
     "fine_bounds",
     "html_to_text",
     "length_partition_report",
-    "partition_group",
     "rho_estimate",
     "winner_key",
 ]

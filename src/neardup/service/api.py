@@ -1,89 +1,131 @@
-"""HTTP API of the duplicate service (FastAPI; OpenAPI at /api/openapi.json).
+"""HTTP API of the duplicate service (FastAPI; OpenAPI at /api/openapi.json, docs at /api/docs).
 
-Reads are open; writes need `Authorization: Bearer <token>` (the token is fixed when the
-server starts). Bodies over `max_body` bytes are refused with 413 before they are parsed, so a
-client cannot make the server buffer arbitrary amounts of text.
+Reads are open; writes need `Authorization: Bearer <token>` (fixed when the server starts).
+Host, rate, token and body size are judged by the shared door (`service/door.py`) from the
+headers, before the app reads a body byte. The request models (`service/api_models.py`) are
+the published schema, and every error, whoever raises it, has the one body `Error`, so the
+OpenAPI document says exactly what the API accepts and answers (checked by a schemathesis
+run in `tests/service/test_openapi_fuzz.py`). The docs page's Swagger UI assets come from
+the `fastapi-offline` package, so it works without a CDN.
 """
 
 from __future__ import annotations
 
-import hmac
+import json
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPBearer
+from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException
 
+from neardup.service.api_models import (
+    MAX_URL,
+    TAGS,
+    CheckIn,
+    CheckText,
+    GroupId,
+    PagesIn,
+    RemoveIn,
+    Url,
+    error_responses,
+)
+from neardup.service.door import MAX_BODY, Door, DoorConfig
 from neardup.service.index import ServiceIndex
 from neardup.service.updates import PageUpdate, ServiceError, html_to_text
 
-MAX_BODY = 10 * 1024 * 1024
-MAX_BATCH = 10_000
+WRITES = frozenset({("POST", "/pages"), ("DELETE", "/pages")})
+DOOR = (400, 413, 421, 429)  # what the door may answer to any request
+bearer = HTTPBearer(auto_error=False, description="the token given to `neardup serve`")
 
 
-class PageIn(BaseModel):
-    url: str = Field(min_length=1, max_length=8192)
-    text: str | None = None
-    html: str | None = None
-    redirect_to: str | None = None
-    links_in: int | None = Field(default=None, ge=0)
+class ErrorResponse(JSONResponse):
+    """The error body, ASCII-escaped: a refused value may hold a lone surrogate."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode()
 
 
-class PagesIn(BaseModel):
-    pages: list[PageIn] = Field(max_length=MAX_BATCH)
+def _where(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc if x not in TAGS)
 
 
-class CheckIn(BaseModel):
-    text: str | None = None
-    html: str | None = None
+def validation_error(_: Request, exc: Exception) -> ErrorResponse:
+    """422 naming each field at fault: `body.pages.0.links_in: Input should be ...`."""
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"loc": [x for x in e["loc"] if x not in TAGS], "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors()
+    ]
+    detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+    return ErrorResponse({"detail": detail, "errors": errors}, status_code=422)
 
 
-class RemoveIn(BaseModel):
-    urls: list[str] = Field(min_length=1, max_length=MAX_BATCH)
+def http_error(request: Request, exc: Exception) -> ErrorResponse:
+    """Any HTTPException (404, 405, ...) with the one error body, its headers kept; a 405's
+    `Allow` lists every method of the path, not only the route Starlette tried last."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        methods = {
+            m
+            for r in request.app.routes
+            if isinstance(r, APIRoute) and r.path_regex.match(request.url.path)
+            for m in r.methods
+        }
+        headers["Allow"] = ", ".join(sorted(methods))
+    return ErrorResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
+
+
+def service_error(_: Request, exc: Exception) -> ErrorResponse:
+    """An update the index refuses (a redirect to itself, ...): 422 with its reason."""
+    return ErrorResponse({"detail": str(exc)}, status_code=422)
 
 
 def create_service_app(
-    index: ServiceIndex | str | Path, token: str | None, max_body: int = MAX_BODY
+    index: ServiceIndex | str | Path,
+    token: str | None,
+    max_body: int = MAX_BODY,
+    *,
+    hosts: Collection[str] = (),
+    rate: str | None = None,
+    access_log: bool = True,
 ) -> FastAPI:
-    """The app over an open index (or a store directory). `token=None` refuses all writes."""
+    """The app over an open index (or a store directory). `token=None` refuses all writes;
+    `hosts` are the Host names allowed besides loopback; `rate` is a per-client limit such
+    as "6000/minute" (None: no limit)."""
     ix = index if isinstance(index, ServiceIndex) else ServiceIndex(index)
-    app = FastAPI(
+    app = FastAPIOffline(
         title="neardup service",
         docs_url="/api/docs",
         redoc_url=None,
         openapi_url="/api/openapi.json",
+        static_url="/api/docs/static",
     )
     app.state.index = ix
+    app.add_middleware(
+        Door,
+        config=DoorConfig(
+            token=token,
+            protect=lambda method, path: (method, path) in WRITES,
+            max_body=max_body,
+            hosts=tuple(hosts),
+            rate=rate,
+            access_log=access_log,
+        ),
+    )
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(ServiceError, service_error)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Any) -> Any:
-        length = request.headers.get("content-length")
-        if length is not None:
-            if not length.isdigit():
-                return JSONResponse({"detail": "bad Content-Length"}, status_code=400)
-            if int(length) > max_body:
-                return JSONResponse(
-                    {"detail": f"request body over {max_body} bytes"}, status_code=413
-                )
-        elif request.method in ("POST", "DELETE", "PUT"):
-            body = await request.body()  # chunked: read, then judge
-            if len(body) > max_body:
-                return JSONResponse(
-                    {"detail": f"request body over {max_body} bytes"}, status_code=413
-                )
-        return await call_next(request)
-
-    def require_token(authorization: str | None = Header(default=None)) -> None:
-        if token is None:
-            raise HTTPException(403, "this server was started without a write token")
-        if not authorization or not authorization.startswith("Bearer "):
-            raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
-        if not hmac.compare_digest(authorization[7:].encode(), token.encode()):
-            raise HTTPException(403, "wrong token")
-
-    @app.get("/status")
-    def status(url: str = Query(min_length=1)) -> dict[str, Any]:
+    @app.get("/status", responses=error_responses(*DOOR, 404, 422))
+    def status(url: Annotated[Url, Query(max_length=MAX_URL)]) -> dict[str, Any]:
         """Group, winner and duplicate status of a stored URL."""
         with ix.lock:
             out = ix.status(url)
@@ -91,36 +133,38 @@ def create_service_app(
             raise HTTPException(404, f"unknown url: {url}")
         return out
 
-    @app.post("/check")
-    def check(body: CheckIn) -> dict[str, Any]:
+    @app.post("/check", responses=error_responses(*DOOR, 422))
+    def check(body: Annotated[CheckIn, Body()]) -> dict[str, Any]:
         """Would this text (or html) be a duplicate? Nothing is stored."""
-        if (body.text is None) == (body.html is None):
-            raise HTTPException(422, "give exactly one of text or html")
-        text = body.text if body.text is not None else html_to_text(body.html or "")
+        text = body.text if isinstance(body, CheckText) else html_to_text(body.html)
         with ix.lock:
             return ix.check(text)
 
-    @app.post("/pages", dependencies=[Depends(require_token)])
-    def add_pages(body: PagesIn) -> dict[str, Any]:
-        """Add or update a batch of pages (one transaction)."""
-        updates = []
-        for p in body.pages:
-            given = sum(x is not None for x in (p.text, p.html, p.redirect_to))
-            if given != 1 and not (given == 0 and p.links_in is not None):
-                raise HTTPException(422, f"{p.url}: give exactly one of text, html, redirect_to")
-            updates.append(PageUpdate(p.url, p.text, p.html, p.redirect_to, p.links_in))
-        try:
-            return ix.apply(updates).to_dict()
-        except ServiceError as exc:
-            raise HTTPException(422, str(exc)) from exc
+    writes = {"dependencies": [Depends(bearer)], "responses": error_responses(*DOOR, 401, 403, 422)}
 
-    @app.delete("/pages", dependencies=[Depends(require_token)])
+    @app.post("/pages", **writes)
+    def add_pages(body: PagesIn) -> dict[str, Any]:
+        """Add or update a batch of pages (one transaction). Each page gives exactly one of
+        text, html or redirect_to, or only links_in for a page the index holds."""
+        updates = [
+            PageUpdate(
+                p.url,
+                getattr(p, "text", None),
+                getattr(p, "html", None),
+                getattr(p, "redirect_to", None),
+                p.links_in,
+            )
+            for p in body.pages
+        ]
+        return ix.apply(updates).to_dict()
+
+    @app.delete("/pages", **writes)
     def remove_pages(body: RemoveIn) -> dict[str, Any]:
         """Mark pages gone; a winner's group elects a new winner."""
         return ix.apply([PageUpdate(u, remove=True) for u in body.urls]).to_dict()
 
-    @app.get("/groups/{group_id}")
-    def group(group_id: int) -> dict[str, Any]:
+    @app.get("/groups/{group_id}", responses=error_responses(*DOOR, 404, 422))
+    def group(group_id: Annotated[GroupId, PathParam()]) -> dict[str, Any]:
         """A group: winner, members with their resemblance to it, redirects into it."""
         with ix.lock:
             out = ix.group(group_id)
@@ -128,8 +172,9 @@ def create_service_app(
             raise HTTPException(404, f"unknown group: {group_id}")
         return out
 
-    @app.get("/")
+    @app.get("/", responses=error_responses(*DOOR))
     def summary() -> dict[str, Any]:
+        """The store, its counts and its sketch settings."""
         with ix.lock:
             return {
                 "store": str(ix.store),

@@ -1,19 +1,28 @@
-"""One update batch, computed in memory: update cases, tier 1, tier 2, regrouping.
+"""One update batch, computed in memory: update cases, the scan's graph, then groups.
 
 The functions change the in-memory copy of the index they are given (`ix`) and say which
 rows changed; `ServiceIndex.apply` writes those rows in one transaction and reloads on
 failure, so nothing here touches the database. Kept out of `index.py` because this is the
-paper's algorithm, while the index class is its persistent state and its reads.
+algorithm, while the index class is its persistent state and its reads.
+
+Groups are the scan's clusters: a page whose sketch changed goes into the scan's graph
+(`scangraph.ScanGraph`: classes, band index, bucket rule, verification), the components it
+touched are clustered again with the scan's rule, and each resulting cluster becomes a group
+whose winner is elected by Ask.com's rule (`groups.elect`). A page sent again with the same
+sketch is tier 1: nothing to do. A page that cannot be sketched for the scan (fewer than
+`min_tokens` words, no shingle) has no cluster in the scan; here it is a group of its own.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from neardup.kernels import fingerprint64, sketch_text
-from neardup.service.groups import _UnionFind, partition_group, settle_component
+from neardup.pipeline.steps.near_pairs import url_key
+from neardup.service.groups import elect
 from neardup.service.lengths import dim_lengths
 from neardup.service.storage import _Page
 from neardup.service.updates import BatchReport, PageUpdate, ServiceError, html_to_text
@@ -25,22 +34,24 @@ if TYPE_CHECKING:
 def compute_batch(
     ix: ServiceIndex, batch: dict[str, PageUpdate]
 ) -> tuple[BatchReport, set[str], set[int], set[int]]:
-    """The batch in memory: update cases, tier 1, tier 2, then re-settle touched groups.
+    """The batch in memory: update cases, the graph, re-clustered components, winners.
     Returns the report, the page rows and groups to rewrite, and the groups to delete."""
     rep = BatchReport(pages=len(batch))
     dirty: set[str] = set()
-    affected: set[int] = set()  # lost a member: connectivity must be re-checked
-    touched: set[int] = set()  # gained members or changed inside: winner re-elected
-    tier2: list[str] = []
-    # Pages whose popularity may have moved with a redirect: their groups re-elect.
-    pop_targets: set[str] = set()
+    touched: set[int] = set()  # groups that lost members or must elect again
+    prev: dict[str, int | None] = {}  # group of each page before the batch moved it
+    gone: set[str] = set()  # pages that leave the graph
+    put: dict[str, tuple[int, int, np.ndarray]] = {}  # pages that enter it, with new sketches
+    loose: list[str] = []  # content pages outside the graph: each a group of its own
+    pop_targets: set[str] = set()  # pages whose popularity may have moved with a redirect
     redirected: list[str] = []
-    tau = ix.threshold
+    verifications = ix.scan_graph.verifications
     for url, u in batch.items():
         old = ix.pages.get(url)
         p = old if old is not None else _Page(url)
         ix.pages[url] = p
         dirty.add(url)
+        prev.setdefault(url, p.group_id)
         if p.redirect_to and not p.removed:
             pop_targets.add(ix.resolve(url)[0])  # loses (or changes) this credit
         if u.links_in is not None:
@@ -52,8 +63,7 @@ def compute_batch(
         if u.remove:
             if old is not None and not old.removed:
                 rep.removed += 1
-            _detach(ix, p, affected)
-            ix._set_signature(p, None, 0)
+            _leave(ix, p, touched, gone)
             ix._set_redirect(p, None)
             p.removed = True
             continue
@@ -63,8 +73,7 @@ def compute_batch(
             if u.redirect_to == url:
                 raise ServiceError(f"{url} redirects to itself")
             rep.redirects += 1
-            _detach(ix, p, affected)
-            ix._set_signature(p, None, 0)
+            _leave(ix, p, touched, gone)
             ix._set_redirect(p, u.redirect_to)
             redirected.append(url)
             continue
@@ -79,219 +88,119 @@ def compute_batch(
             if was_live and u.links_in is not None:
                 continue  # a popularity update only
             raise ServiceError(f"{url}: give text, html, redirect_to or remove")
-        ix._set_redirect(p, None)
         sk = sketch_text(text, ix.settings)
         sig, length = sk.minhash, int(sk.shingles.size)
-        lens = dim_lengths([text], ix.options.dims, ix.settings.seed)[0]
         p.exact_fp = fingerprint64(text.encode("utf-8", "surrogatepass"))
         if was_live:
             rep.changed += 1
         else:
             rep.new += 1
-        gid = p.group_id
-        if gid is not None and p.signature is not None and length:
-            winner = ix.winners.get(gid)
-            wsig = p.signature if winner == url else ix.pages[winner].signature
-            rep.comparisons += 1
-            if wsig is not None and float((sig == wsig).mean()) >= tau:
-                rep.tier1 += 1
-                ix._set_signature(p, sig, length, lens)
-                touched.add(gid)
-                continue
-        _detach(ix, p, affected)
+        eligible = length > 0 and sk.n_tokens >= ix.settings.min_tokens
+        same = (
+            was_live
+            and not p.redirect_to
+            and p.group_id is not None
+            and p.signature is not None
+            and p.shingle_fp == sk.shingle_fp
+            and (p.n_tokens >= ix.settings.min_tokens) == eligible
+            and np.array_equal(p.signature, sig)
+        )
+        if same:
+            rep.tier1 += 1  # the same sketch: the scan would see the same page
+            continue
+        ix._set_redirect(p, None)
+        _leave(ix, p, touched, gone)
+        lens = dim_lengths([text], ix.options.dims, ix.settings.seed)[0]
         ix._set_signature(p, sig, length, lens)
-        tier2.append(url)
-    rep.tier2 = len(tier2)
-    _merge_tier2(ix, tier2, rep, touched, dirty)
+        p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
+        if eligible:
+            gone.discard(url)
+            put[url] = (url_key(url), sk.shingle_fp, sig)
+        else:
+            loose.append(url)
+    rep.tier2 = len(put)
+    nodes = ix.scan_graph.update(gone, put)
+    comps = ix.scan_graph.components(nodes)
+    clusters = [c for comp in comps for c in ix.scan_graph.cluster(comp)]
+    clusters.extend([u] for u in loose)
+    for cluster in clusters:
+        for url in cluster:
+            p = ix.pages[url]
+            prev.setdefault(url, p.group_id)
+            _detach(ix, p, touched)
+    claimed: set[int] = set()
+    for cluster in clusters:
+        gid = _claim(ix, [prev.get(u) for u in cluster], claimed)
+        ix.groups[gid] = set(cluster)
+        dirty.update(cluster)
+        for url in cluster:
+            ix.pages[url].group_id = gid
+        touched.add(gid)
+    rep.recomputed = len(comps)
+    rep.comparisons = rep.tier2_comparisons = ix.scan_graph.verifications - verifications
     pop_targets.update(ix.resolve(url)[0] for url in redirected)
     for target in pop_targets:
         tp = ix.pages.get(target)
         if tp is not None and tp.group_id is not None:
             touched.add(tp.group_id)
-    for gid in list(affected):
-        if gid in ix.groups and not ix.groups[gid]:
-            del ix.groups[gid]
+    for gid in sorted(touched):
+        if not ix.groups.get(gid):
+            ix.groups.pop(gid, None)
             ix.winners.pop(gid, None)
-    dropped: set[int] = set(affected | touched)
-    for gid in sorted(affected | touched):
-        if gid in ix.groups:
-            rep.repaired += _settle(ix, gid, gid in affected, dirty, dropped)
-    # A group that lost members or holds losers failing against the winner may no longer
-    # be what a full recomputation would make of its component: re-cluster the component.
-    suspects = {
-        g
-        for g in dropped
-        if g in ix.groups and (g in affected or any(not ix.pages[u].verified for u in ix.groups[g]))
-    }
-    if suspects:
-        rep.recomputed += _recompute_components(ix, suspects, dirty, dropped)
-    rep.groups_touched = len(affected | touched)
-    return rep, dirty, {g for g in dropped if g in ix.groups}, dropped
+            continue
+        dirty.update(_elect(ix, gid))
+    rep.groups_touched = len(touched)
+    if len(ix.store_rows):  # the length grid (tier 2's partitions) follows the index
+        ix.store_rows.fit()
+    return rep, dirty, {g for g in touched if g in ix.groups}, touched
 
 
-def _detach(ix: ServiceIndex, p: _Page, affected: set[int]) -> None:
+def _leave(ix: ServiceIndex, p: _Page, touched: set[int], gone: set[str]) -> None:
+    """The page stops being content: out of its group, the graph and tier 2's store."""
+    _detach(ix, p, touched)
+    ix._set_signature(p, None, 0)
+    gone.add(p.url)
+
+
+def _detach(ix: ServiceIndex, p: _Page, touched: set[int]) -> None:
     if p.group_id is not None:
         members = ix.groups.get(p.group_id)
         if members is not None:
             members.discard(p.url)
-            affected.add(p.group_id)
+        touched.add(p.group_id)
         p.group_id = None
     p.verified = False
 
 
-def _merge_tier2(
-    ix: ServiceIndex, urls: list[str], rep: BatchReport, touched: set[int], dirty: set[str]
-) -> None:
-    """Many-to-all: the batch's tier-2 pages against the whole index (stored pages and
-    the batch itself, already in the row store) in one compiled call, then merge what
-    was matched. Pages without shingles are not queried and found nothing."""
-    uf = _UnionFind()
-    for url in urls:
-        uf.find(url)
-    st = ix.store_rows
-    queries = [u for u in urls if u in st.row_of]
-    if queries:
-        rows = np.array([st.row_of[u] for u in queries], dtype=np.int64)
-        found = st.many_to_all(st.sigs[rows], st.lens[rows], rows)
-        rep.comparisons += found.comparisons
-        rep.tier2_comparisons += found.comparisons
-        rep.tier2_all_pairs += len(queries) * (len(st) - 1)
-        for qi, row in zip(found.query.tolist(), found.row.tolist(), strict=True):
-            other = st.urls[row]
-            assert other is not None
-            uf.union(queries[qi], other)
-    comps: dict[str, list[str]] = {}
-    for url in urls:
-        comps.setdefault(uf.find(url), []).append(url)
-    batch_set = set(urls)
-    matched: dict[str, list[str]] = {}
-    for node in list(uf.parent):
-        if node not in batch_set:
-            matched.setdefault(uf.find(node), []).append(node)
-    for root, members in comps.items():
-        others = matched.get(root, [])
-        gids = sorted(
-            {ix.pages[m].group_id for m in others if ix.pages[m].group_id is not None},
-            key=lambda g: (-len(ix.groups[g]), g),
-        )
-        target = gids[0] if gids else ix._new_group()
-        ix.groups.setdefault(target, set())
-        for g in gids[1:]:  # transitive: the page bridges groups, so they merge
-            for m in ix.groups.pop(g):
-                ix.pages[m].group_id = target
-                dirty.add(m)  # its stored row still names the merged-away group
-                ix.groups[target].add(m)
-            ix.winners.pop(g, None)
-            touched.add(g)
-        for m in members:
-            ix.pages[m].group_id = target
-            ix.groups[target].add(m)
-        touched.add(target)
+def _claim(ix: ServiceIndex, olds: list[int | None], claimed: set[int]) -> int:
+    """A group id for a new cluster: the id most of its pages had, when that group has no
+    other page left and no other cluster of the batch took it; else a fresh id."""
+    for gid, _ in Counter(g for g in olds if g is not None).most_common():
+        if gid not in claimed and not ix.groups.get(gid):
+            claimed.add(gid)
+            return gid
+    gid = ix._new_group()
+    claimed.add(gid)
+    return gid
 
 
-def _settle(ix: ServiceIndex, gid: int, affected: bool, dirty: set[str], dropped: set[int]) -> int:
-    """Re-elect the winner, re-verify losers; re-check connectivity when a member left.
-    Returns 1 when the group was repaired or split."""
+def _elect(ix: ServiceIndex, gid: int) -> set[str]:
+    """Elect the group's winner and verify each loser against it; returns the pages whose
+    row changed."""
     members = sorted(ix.groups[gid])
-    sigs = np.stack([ix.pages[u].signature for u in members])
-    links = [ix.popularity(u) for u in members]
-    if affected:
-        parts = partition_group(members, sigs, links, ix.threshold, ix.options)
-    else:
-        comp = list(range(len(members)))
-        parts = settle_component(comp, members, sigs, links, ix.threshold, ix.options)
-    old_winner = ix.winners.get(gid)
-    parts.sort(key=lambda part: (old_winner not in [members[i] for i in part], -len(part)))
-    for n, part in enumerate(parts):
-        g = gid if n == 0 else ix._new_group()
-        _install(ix, g, part, members, sigs, dirty, dropped)
-    return int(len(parts) > 1)
-
-
-def _recompute_components(
-    ix: ServiceIndex, seeds: set[int], dirty: set[str], dropped: set[int]
-) -> int:
-    """Re-cluster, from scratch, the connected component around each seed group.
-
-    The component is closed through tier 2: the members are compared with the index, the
-    groups they match join, their members are compared in turn, until nothing new joins.
-    Then `partition_group` (the rule a full recomputation applies to a component) decides
-    the groups again. This is the paper's group repair ("recompute the duplicate
-    membership of this group") widened to the component, because a group kept apart by
-    an earlier split can be what makes a later group fail its checks. Returns the number
-    of groups re-clustered.
-    """
-    st = ix.store_rows
-    uf = _UnionFind()
-    seen = {g for g in seeds if g in ix.groups}
-    for g in seen:
-        uf.find(g)
-    frontier = sorted(u for g in seen for u in ix.groups[g])
-    while frontier:  # all seeds at once: one many-to-all call per round
-        queries = [u for u in frontier if u in st.row_of]
-        if not queries:
-            break
-        rows = np.array([st.row_of[u] for u in queries], dtype=np.int64)
-        found = st.many_to_all(st.sigs[rows], st.lens[rows], rows)
-        new: set[int] = set()
-        for qi, r in zip(found.query.tolist(), found.row.tolist(), strict=True):
-            url = st.urls[r]
-            g = ix.pages[url].group_id if url is not None else None
-            mine = ix.pages[queries[qi]].group_id
-            if g is None or mine is None or g == mine:
-                continue
-            uf.union(mine, g)
-            if g not in seen:
-                seen.add(g)
-                new.add(g)
-        frontier = sorted(u for g in new for u in ix.groups[g])
-    comps: dict[int, set[int]] = {}
-    for g in sorted(seen):
-        comps.setdefault(uf.find(g), set()).add(g)
-    for gids in comps.values():
-        _regroup(ix, gids, dirty, dropped)
-    return len(seen)
-
-
-def _regroup(ix: ServiceIndex, gids: set[int], dirty: set[str], dropped: set[int]) -> None:
-    """Replace groups `gids` by `partition_group` of their pages; a part keeps the id of
-    the old group its winner came from when that id is still free."""
-    members = sorted(u for g in gids for u in ix.groups[g])
-    sigs = np.stack([ix.pages[u].signature for u in members])
-    links = [ix.popularity(u) for u in members]
-    parts = partition_group(members, sigs, links, ix.threshold, ix.options)
-    old_of = {u: ix.pages[u].group_id for u in members}
-    for g in gids:
-        del ix.groups[g]
-        ix.winners.pop(g, None)
-        dropped.add(g)
-    parts.sort(key=lambda part: (-len(part), members[part[0]]))
-    for part in parts:
-        g = old_of[members[part[0]]]
-        if g is None or g in ix.groups:
-            g = ix._new_group()
-        _install(ix, g, part, members, sigs, dirty, dropped)
-
-
-def _install(
-    ix: ServiceIndex,
-    g: int,
-    part: list[int],
-    members: list[str],
-    sigs: np.ndarray,
-    dirty: set[str],
-    dropped: set[int],
-) -> None:
-    """Make `part` (positions into `members`, winner first) group `g`: each loser is
-    verified against the winner, and pages whose group or verdict changed are dirty."""
-    dropped.add(g)
-    urls = [members[i] for i in part]
-    ix.groups[g] = set(urls)
-    ix.winners[g] = urls[0]
-    wsig = sigs[part[0]]
-    for i, u in zip(part, urls, strict=True):
-        p = ix.pages[u]
-        verified = bool(i == part[0] or (sigs[i] == wsig).mean() >= ix.threshold)
-        if p.group_id != g or p.verified != verified:
-            dirty.add(u)
-        p.group_id, p.verified = g, verified
+    order = elect(members, [ix.popularity(u) for u in members], ix.options.preferred_suffixes)
+    winner = members[order[0]]
+    ix.winners[gid] = winner
+    wsig = ix.pages[winner].signature
+    changed = set()
+    for url in members:
+        p = ix.pages[url]
+        verified = url == winner or (
+            p.signature is not None
+            and wsig is not None
+            and float((p.signature == wsig).mean()) >= ix.threshold
+        )
+        if p.verified != verified or p.group_id != gid:
+            changed.add(url)
+        p.group_id, p.verified = gid, verified
+    return changed

@@ -35,13 +35,13 @@ def add_files(
                     totals[k] = totals.get(k, 0) + v
                 pending.clear()
 
-        for rec in iter_records(paths):
+        for rec in iter_records(paths, None, ix.settings.max_payload_bytes):
             if not rec.url:
                 continue
             if rec.redirect_to:
                 pending.append(PageUpdate(rec.url, redirect_to=rec.redirect_to))
             else:
-                page = extract_page(rec, links=links)
+                page = extract_page(rec, ix.settings.max_payload_bytes, links=links)
                 if page.skipped_reason or not page.text:
                     continue
                 inlinks.update({u.split("#")[0] for u in page.links} - {rec.url})

@@ -1,13 +1,12 @@
 """The incremental duplicate index: pages, duplicate groups with winners, tier 1 and tier 2.
 
 After Ask.com's incremental system (paper 004): every group of near-duplicates has one
-*winner* whose signature represents the group. An updated page that still resembles its
-winner stays where it is (tier 1, one comparison); anything else (new pages, pages that
-drifted away) goes to tier 2, a batched many-to-all comparison against the whole index,
-partitioned by the multidimensional length mapping (`tier2.SignatureStore`). Groups are kept
-transitively (connected components of verified pairs); a member that leaves makes its old
-group re-check its connectivity, and a group whose losers mostly fail verification against
-the winner is repaired by splitting it around winners (see `partition_group`).
+*winner*, elected by popularity, static URL, length and market suffix. The groups themselves
+are the scan's clusters of the same pages: the index keeps the scan's graph (classes, band
+index, bucket rule, verified pairs; `scangraph.ScanGraph`) and clusters again, with the
+scan's rule, only the components a batch touched. A page sent again with the same sketch
+is tier 1 (no work). The tier-2 row store (`tier2.SignatureStore`, partitioned by the
+multidimensional length mapping) answers `check`, the lookup of a text that is not stored.
 
 DuckDB holds the truth; the process holds a copy in dicts for lookups, so one update batch
 is: compute in memory, rewrite the touched rows in one transaction, and on any exception
@@ -31,11 +30,13 @@ import duckdb
 import numpy as np
 
 from neardup.config import Settings, SettingsError
-from neardup.kernels import SIGNATURE_DTYPE, sketch_text
+from neardup.kernels import SIGNATURE_DTYPE, fingerprint64, sketch_text
 from neardup.kernels.lsh import recall_first_bands
+from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.batch import compute_batch
 from neardup.service.lengths import LengthMap, dim_lengths
 from neardup.service.popularity import RedirectGraph
+from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import (
     DB_NAME,
     MAX_REDIRECTS,
@@ -136,8 +137,10 @@ class ServiceIndex:
             self.bands,
             self.rows,
         )
+        self.scan_graph = ScanGraph(self.settings)
+        graph_pages: dict[str, tuple[int, int, np.ndarray]] = {}
         rows = self.con.execute(_sql("load_pages.sql")).fetchall()
-        for url, _dk, gid, length, sig, fp, redir, links, verified, removed, dl in rows:
+        for url, _dk, gid, length, sig, fp, redir, links, verified, removed, dl, sfp, nt in rows:
             p = _Page(
                 url,
                 gid,
@@ -156,9 +159,15 @@ class ServiceIndex:
                     lens = np.full(o.dims, p.length // o.dims, dtype=np.int32)
                 sig_arr = np.frombuffer(sig, dtype="<u4").astype(SIGNATURE_DTYPE)
                 self._set_signature(p, sig_arr, p.length, lens)
+                # A store written before the scan's graph: the signature stands for the set.
+                p.shingle_fp = sfp if sfp is not None else fingerprint64(sig)
+                p.n_tokens = nt if nt is not None else p.length
+                if not removed and p.length and p.n_tokens >= self.settings.min_tokens:
+                    graph_pages[url] = (url_key(url), p.shingle_fp, sig_arr)
             self.pages[url] = p
             if gid is not None:
                 self.groups.setdefault(gid, set()).add(url)
+        self.scan_graph.update((), graph_pages)
         for gid, winner in self.con.execute("SELECT group_id, winner_url FROM groups").fetchall():
             self.winners[gid] = winner
         if "length_map" in stored:

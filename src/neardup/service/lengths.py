@@ -147,10 +147,20 @@ class LengthMap:
 
     def windows(self, lengths: np.ndarray, threshold: float, rho: float) -> np.ndarray:
         """Per query and dimension, the first and last interval meeting the window
-        (L_i·τ/ρ, L_i·ρ/τ): an n x N x 2 array of inclusive interval indexes."""
+        (L_i·τ/ρ, L_i·ρ/τ) widened to at least L_i ± s: an n x N x 2 array of inclusive
+        interval indexes.
+
+        The factor alone collapses to the single point 0 where L_i = 0 (and to under one
+        word for L_i = 1 or 2), yet a page with no word in a bucket resembles one with a
+        word there as soon as a single word differs: a short page missed its duplicate,
+        or found it only when it was the other page's turn to ask. s is the window the
+        factor gives an average dimension of the page, s = (ρ/τ − 1)·L/N with L the page's
+        total, and at least one word, so every length, 0 included, has a window."""
         lens = np.atleast_2d(lengths).astype(np.float64)
-        lo = self.intervals(lens * (threshold / rho))
-        hi = self.intervals(lens * (rho / threshold))
+        n_dims = max(lens.shape[1], 1)
+        slack = np.maximum(np.ceil((rho / threshold - 1.0) * lens.sum(axis=1) / n_dims), 1.0)
+        lo = self.intervals(np.minimum(lens * (threshold / rho), lens - slack[:, None]))
+        hi = self.intervals(np.maximum(lens * (rho / threshold), lens + slack[:, None]))
         return np.stack([lo, hi], axis=2)
 
     def to_json(self) -> list[list[float]]:

@@ -72,6 +72,8 @@ class _Page:
     links_in: int = 0
     verified: bool = False
     removed: bool = False
+    shingle_fp: int | None = None  # shingle-set fingerprint: the scan's equivalence classes
+    n_tokens: int = 0  # words, for the scan's `min_tokens`
 
 
 def write_rows(
@@ -114,6 +116,8 @@ def write_rows(
                 [None if p.lengths is None else p.lengths.tolist() for p in rows],
                 pa.list_(pa.int32()),
             ),
+            "shingle_fp": pa.array([p.shingle_fp for p in rows], pa.int64()),
+            "n_tokens": pa.array([p.n_tokens for p in rows], pa.int32()),
         }
     )
     con.register("_svc_pages", table)

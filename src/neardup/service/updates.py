@@ -21,9 +21,9 @@ class ServiceOptions:
     """Choices of the service that do not change sketches.
 
     `preferred_suffixes`: host suffixes preferred as winners, best first (a market's own
-    domains, e.g. (".co.uk", ".uk") for the UK market). `repair_share`: a group of at least
-    `repair_min_losers` losers is repaired when more than this share of them fail
-    verification against the winner (a transitive chain that drifted).
+    domains, e.g. (".co.uk", ".uk") for the UK market). `repair_share` and
+    `repair_min_losers` are no longer used (groups are the scan's clusters, which need no
+    repair); they stay so that the options stored by earlier indexes still load.
 
     Tier 2: `tier2` is "lengths" (the paper's multidimensional length mapping, default) or
     "lsh" (LSH band keys); `dims` sub-dictionaries, `parts` balanced intervals per
@@ -63,11 +63,11 @@ class BatchReport:
     redirects: int = 0
     removed: int = 0
     comparisons: int = 0
-    tier2_comparisons: int = 0  # signature comparisons made by tier 2 (in `comparisons` too)
-    tier2_all_pairs: int = 0  # comparisons an unpartitioned many-to-all would have made
+    tier2_comparisons: int = 0  # candidate pairs the scan's graph verified (in `comparisons`)
+    tier2_all_pairs: int = 0  # unused since groups come from the scan's graph
     groups_touched: int = 0
-    repaired: int = 0
-    recomputed: int = 0  # groups whose whole component was re-clustered
+    repaired: int = 0  # always 0 now: kept for the report's readers
+    recomputed: int = 0  # components of the scan's graph clustered again
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:

@@ -174,9 +174,7 @@ def check_folder(
                 "choose another folder"
             )
         if not force:
-            raise OutputError(
-                f"{out} already holds a neardup {kind}; use --force (force=True) to replace it"
-            )
+            raise OutputError(f"{out} already holds a neardup {kind}; pass --force to replace it")
     return target
 
 
@@ -316,7 +314,7 @@ def check_file(out: str | Path, inputs: Iterable[str | Path] = (), force: bool =
                 "choose another name"
             )
         if not force:
-            raise OutputError(f"{out} exists; use --force (force=True) to replace it")
+            raise OutputError(f"{out} exists; pass --force to replace it")
     return target
 
 

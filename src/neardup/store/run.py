@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.config import Settings
+from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.kernels import SIGNATURE_DTYPE
 from neardup.store.sql_files import package_sql
 
@@ -92,7 +93,7 @@ def build_store(
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
         sql = read_sql("build.sql").format(
-            staging=sql_path(staging), min_tokens=settings.min_tokens
+            staging=sql_path(staging), min_tokens=settings.min_tokens, wat_reason=WAT_REASON
         )
         con.execute(sql)
         con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])

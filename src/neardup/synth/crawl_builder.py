@@ -46,7 +46,10 @@ def _corpus(need: int, min_words: int) -> tuple[list[Document], int]:
         docs = stdlib_documents(min_words=floor)
         if len(docs) >= need:
             return docs, floor
-    raise ValueError(f"the stdlib corpus has only {len(docs)} documents, {need} requested")
+    raise ValueError(
+        f"the demo crawl needs {need} source documents and this Python's standard library "
+        f"gives {len(docs)}: ask for {need - len(docs)} fewer pages (--pages)"
+    )
 
 
 class _IpPool:

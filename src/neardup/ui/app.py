@@ -7,11 +7,13 @@ of inline JavaScript and no external asset, so the UI works offline and on air-g
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.api import resemblance
@@ -19,6 +21,7 @@ from neardup.linkgraph.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIE
 from neardup.linkgraph.mirrors import MIRRORS_FILE
 from neardup.linkgraph.rollup import rollup
 from neardup.report.templates import environment
+from neardup.service.door import Door, DoorConfig
 from neardup.ui import queries as q
 from neardup.ui.diff import word_diff
 from neardup.ui.store import RunStore
@@ -50,13 +53,40 @@ def _offset(page: int) -> int:
     return (page - 1) * q.PAGE_SIZE
 
 
-def create_app(run: str | Path, cache: str | Path | None = None) -> FastAPI:
-    """The FastAPI application serving `run` (a finished scan directory)."""
+def create_app(
+    run: str | Path,
+    cache: str | Path | None = None,
+    *,
+    token: str | None = None,
+    hosts: Collection[str] = (),
+    rate: str | None = None,
+    access_log: bool = True,
+) -> FastAPI:
+    """The FastAPI application serving `run` (a finished scan directory).
+
+    Behind the service's door (`service/door.py`): only loopback names and `hosts` in
+    `Host`; with a `token`, every request needs it, as a bearer token or as the password
+    of HTTP Basic auth (which a browser asks for); `rate` limits each client."""
     store = RunStore(run, cache)
-    app = FastAPI(
-        title="neardup", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json"
+    app = FastAPIOffline(
+        title="neardup",
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+        static_url="/api/docs/static",
     )
     app.state.store = store
+    app.add_middleware(
+        Door,
+        config=DoorConfig(
+            token=token,
+            protect=lambda method, path: token is not None,
+            basic=True,
+            hosts=tuple(hosts),
+            rate=rate,
+            access_log=access_log,
+        ),
+    )
 
     @app.exception_handler(StarletteHTTPException)
     async def not_found(request: Request, exc: StarletteHTTPException) -> Response:

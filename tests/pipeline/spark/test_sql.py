@@ -20,7 +20,9 @@ def test_candidate_sql_on_duckdb_matches_the_embedded_join(max_bucket):
     docs = np.sort(rng.choice(10_000, n, replace=False)).astype(np.int64)
     # Few distinct keys per table: buckets of every size, some far above max_bucket.
     keys = rng.zipf(1.6, size=(n, tables)).astype(np.int64) % 40
-    packed, stats = bucket_candidates(keys, docs, max_bucket)
+    # Page keys unrelated to doc order, with collisions: chains follow (key, doc).
+    order = rng.integers(-50, 50, n).astype(np.int64)
+    packed, stats = bucket_candidates(keys, docs, max_bucket, order)
     a, b = unpack_pairs(packed)
     expected = set(zip(a.tolist(), b.tolist(), strict=True))
 
@@ -29,6 +31,7 @@ def test_candidate_sql_on_duckdb_matches_the_embedded_join(max_bucket):
             "tbl": np.tile(np.arange(tables, dtype=np.int32), n),
             "key": keys.reshape(-1),
             "doc_id": np.repeat(docs, tables),
+            "order_key": np.repeat(order, tables),
         }
     )
     con = duckdb.connect()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,7 @@ def default_workers() -> int:
 
 
 def die_with_parent() -> None:
-    """End this worker as soon as the process that started the pool is gone.
+    """Ignore Ctrl-C, and end this worker as soon as the process that started the pool is gone.
 
     A scan killed with SIGKILL (the OOM killer's way) cannot shut its pool down, and its
     workers would wait on their task queue for ever, holding memory. The parent's sentinel
@@ -39,6 +40,9 @@ def die_with_parent() -> None:
     ends; a daemon thread waits on it and exits the worker. (`PR_SET_PDEATHSIG` would not
     do: a worker's parent is the forkserver, which itself stays alive while workers hold
     its pipe.)"""
+    # Ctrl-C reaches the whole process group; the scanning process handles it and ends the
+    # pool, so a worker neither prints a traceback nor stops half-way through a task.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = multiprocessing.parent_process()
     if parent is None:
         return

@@ -1,7 +1,9 @@
 """Clusters: verified pairs -> one cluster per page, with three views.
 
 * `cluster_id` (the default view): core clusters, centre clusters or connected components,
-  per `cluster_rule`; the id is the representative's doc_id;
+  per `cluster_rule`; the id is the representative's doc_id. Ties are broken by the page
+  keys (`near_pairs.page_keys`), so the same pages in another input order get the same
+  clusters and the same representative pages;
 * `component_id`: the transitive view (smallest doc_id of the connected component);
 * `identical_id`: Fetterly's "virtually identical" level (all super-shingles agree), plus
   pages with identical shingle sets.
@@ -49,12 +51,13 @@ def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
     graph = Graph.from_edges(reps.size, ea, eb, near.similarity)
 
     component = connected_components(graph)
+    tie = near.keys[reps]
     if settings.cluster_rule == "core":
-        cluster_node = core_clusters(graph, settings.strong_similarity, class_size)
+        cluster_node = core_clusters(graph, settings.strong_similarity, class_size, tie)
     elif settings.cluster_rule == "center":
-        cluster_node = center_clusters(graph, class_size)
+        cluster_node = center_clusters(graph, class_size, tiebreak=tie)
     else:
-        cluster_node = component_representatives(graph, component, class_size)
+        cluster_node = component_representatives(graph, component, class_size, tie)
 
     full = near.agree == settings.supershingle_count if settings.has_supershingles else None
     if full is not None:

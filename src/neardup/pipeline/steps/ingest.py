@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 
 from neardup.config import Settings
 from neardup.ingest import extract_page, iter_records
+from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.ingest.record import RawRecord
-from neardup.ingest.urls import host_of
+from neardup.ingest.urls import host_of, normalize_url
 from neardup.pipeline.executors.local import LocalEngine
 
 PAGES_RAW_SCHEMA = pa.schema(
@@ -29,6 +30,7 @@ PAGES_RAW_SCHEMA = pa.schema(
         ("length", pa.int64()),
         ("record_type", pa.string()),
         ("url", pa.string()),
+        ("url_key", pa.string()),  # the URL's identity (`normalize_url`), for link targets
         ("host", pa.string()),
         ("status", pa.int32()),
         ("content_type", pa.string()),
@@ -105,12 +107,15 @@ def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables
             formats[page.format or "unknown"] += 1
             text_ids.append(doc_id)
             texts.append(page.text or "")
-            link_src.extend([doc_id] * len(page.links))
-            link_dst.extend(page.links)
         else:
             skipped[reason.split(":")[0]] += 1
+        if reason is None or reason == WAT_REASON:
+            # A WAT record's links belong to the page of its URL; the store credits them.
+            link_src.extend([doc_id] * len(page.links))
+            link_dst.extend(page.links)
         values = {
             "doc_id": doc_id,
+            "url_key": normalize_url(rec.url) if rec.url else None,
             "host": host_of(rec.url) if rec.url else None,
             "format": page.format if reason is None else None,
             "title": page.title,
@@ -193,7 +198,7 @@ def run_ingest(
     pages = _TableSink(staging / "pages_raw.parquet", PAGES_RAW_SCHEMA, 8192)
     texts = _TableSink(staging / "page_text.parquet", PAGE_TEXT_SCHEMA, TEXT_ROW_GROUP)
     links = _TableSink(staging / "links.parquet", LINKS_SCHEMA, 65536)
-    record_batches = _batches(iter_records(inputs, base_url=base_url), settings)
+    record_batches = _batches(iter_records(inputs, base_url, settings.max_payload_bytes), settings)
 
     def tasks() -> Iterator[tuple[list[RawRecord], int, int, bool]]:
         first = 0

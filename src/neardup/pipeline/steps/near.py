@@ -1,8 +1,9 @@
 """Near-duplicate pairs: collapse equivalent pages, generate candidates, verify them.
 
 Broder et al. (§5.2): pages with the same selected shingle set are equivalent (identical and
-lexically-equivalent pages are special cases), so only one page of each class, its lowest
-doc_id, goes through candidate generation; the others join its cluster afterwards.
+lexically-equivalent pages are special cases), so only one page of each class, the one with
+the lowest page key (`near_pairs.page_keys`: its URL's hash, not its input position), goes
+through candidate generation; the others join its cluster afterwards.
 Candidates come from LSH bands of the min-hash signature (`method="minhash"`) or from
 Fetterly's megashingles (`method="supershingles"`), and every candidate is verified: the
 estimated resemblance from the full sketch (or the exact shingle Jaccard) against the
@@ -41,6 +42,7 @@ from neardup.pipeline.steps.near_pairs import (
     by_megashingles,
     candidate_keys,
     equivalence_classes,
+    page_keys,
     verified_candidates,
 )
 from neardup.pipeline.steps.sketch import COMMON_FILE, SketchResult
@@ -73,6 +75,7 @@ class NearResult:
     rows: np.ndarray  # their rows in signatures.npy
     class_rep: np.ndarray  # per eligible page: position of its class representative
     reps: np.ndarray  # positions of class representatives, increasing
+    keys: np.ndarray  # per eligible page: its tie-break key (`near_pairs.page_keys`)
     edge_a: np.ndarray  # positions (into docs) of verified pairs, a < b
     edge_b: np.ndarray
     similarity: np.ndarray
@@ -115,6 +118,16 @@ def _exact_similarity(
     )
 
 
+def eligible_keys(staging: Path, docs: np.ndarray, fingerprints: np.ndarray) -> np.ndarray:
+    """Page keys of the eligible pages `docs` (increasing), from their URLs in `pages_raw`."""
+    table = pq.read_table(staging / "pages_raw.parquet", columns=["doc_id", "url"])
+    all_docs = table.column("doc_id").to_numpy()
+    perm = np.argsort(all_docs, kind="stable")
+    at = perm[np.searchsorted(all_docs[perm], docs)]
+    urls = table.column("url").take(pa.array(at)).to_pylist()
+    return page_keys(urls, fingerprints)
+
+
 def run_near(
     staging: Path, settings: Settings, sketched: SketchResult, features: Features | None = None
 ) -> NearResult:
@@ -125,9 +138,10 @@ def run_near(
     docs = sketched.doc_ids[rows]
     exact_only = settings.method == "exact" and sketched.lexical_fp is not None
     identity = sketched.lexical_fp if exact_only else sketched.shingle_fp
-    class_rep = equivalence_classes(identity[rows])
+    keys_of = eligible_keys(staging, docs, sketched.shingle_fp[rows])
+    class_rep = equivalence_classes(identity[rows], keys_of)
     reps = np.unique(class_rep)
-    base = {"docs": docs, "rows": rows, "class_rep": class_rep, "reps": reps}
+    base = {"docs": docs, "rows": rows, "class_rep": class_rep, "reps": reps, "keys": keys_of}
 
     if settings.method not in ("minhash", "supershingles"):
         if settings.method == "exact":
@@ -174,6 +188,7 @@ def run_near(
         supers=supers if settings.has_supershingles else None,
         megashingle=by_megashingles(settings),
         rescore=exact if settings.verify == "exact" else None,
+        order=keys_of[reps],
     )
     return NearResult(
         **base,

@@ -6,8 +6,14 @@ across crawls (`crawls.cross_crawl`, over every stored signature) and the Spark 
 DataFrames). They must agree on every choice, or the engines' tables and a cross-crawl
 clustering would drift from the scan's, so each choice is made here and only here:
 
-- `equivalence_classes`: pages with one shingle set collapse to their first page (the scan;
-  Spark computes the same `min(doc_id)` with a window, the cross-crawl comparison none);
+- `page_keys`: the per-page key every tie-break uses (class representatives, the chains of
+  large buckets, the clustering's visit order): a 64-bit hash of the normalized URL, or the
+  shingle-set fingerprint for a page without one. doc_id is input order, which two scans of
+  the same pages or the incremental service do not share, so it decides only between equal
+  keys;
+- `equivalence_classes`: pages with one shingle set collapse to the page with the lowest key
+  (the scan; Spark computes the same `first_value` with a window, the cross-crawl comparison
+  none);
 - `band_shape` / `lsh_shape`: how many LSH bands of how many rows (as set, else tuned recall
   first from the threshold);
 - `candidate_keys`: which bucket keys a page has (LSH bands, or Fetterly's megashingles for
@@ -23,12 +29,14 @@ chunk loop (`mapInArrow`), but takes its band shape, keys, scores and test from 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from neardup.config import Settings
+from neardup.ingest.urls import normalize_url
 from neardup.kernels import (
     band_keys,
     estimate_resemblance,
@@ -57,10 +65,40 @@ class VerifiedPairs:
     stats: CandidateStats = field(default_factory=CandidateStats)
 
 
-def equivalence_classes(shingle_fp: np.ndarray) -> np.ndarray:
-    """Position of each page's class representative (the first page with its shingle set)."""
-    _, first, inverse = np.unique(shingle_fp, return_index=True, return_inverse=True)
-    return first[inverse.reshape(-1)]
+def url_key(url: str) -> int:
+    """Signed 64-bit hash (BLAKE2b) of the normalized URL: stable across runs and machines."""
+    digest = hashlib.blake2b(normalize_url(url).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def page_keys(urls: Sequence[str | None], fingerprints: np.ndarray) -> np.ndarray:
+    """The tie-break key of each page: `url_key` of its URL, its content fingerprint (the
+    shingle-set fingerprint) when it has no URL."""
+    fps = np.asarray(fingerprints, dtype=np.int64)
+    if len(urls) != fps.size:
+        raise ValueError("one URL (or None) per fingerprint")
+    return np.array(
+        [url_key(u) if u else int(f) for u, f in zip(urls, fps.tolist(), strict=True)],
+        dtype=np.int64,
+    )
+
+
+def equivalence_classes(shingle_fp: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Position of each page's class representative: of the pages with its shingle set, the
+    one with the lowest `order` key, then the first (the first alone without keys)."""
+    fp = np.asarray(shingle_fp).reshape(-1)
+    if order is None:
+        _, first, inverse = np.unique(fp, return_index=True, return_inverse=True)
+        return first[inverse.reshape(-1)]
+    pos = np.arange(fp.size, dtype=np.int64)
+    perm = np.lexsort((pos, np.asarray(order, dtype=np.int64), fp))
+    sorted_fp = fp[perm]
+    starts = np.ones(fp.size, dtype=bool)
+    starts[1:] = sorted_fp[1:] != sorted_fp[:-1]
+    group = np.cumsum(starts) - 1
+    rep = np.empty(fp.size, dtype=np.int64)
+    rep[perm] = perm[starts][group]
+    return rep
 
 
 def by_megashingles(settings: Settings) -> bool:
@@ -105,11 +143,11 @@ def candidate_keys(
 
 
 def candidate_pairs(
-    keys: np.ndarray, ids: np.ndarray, max_bucket_pairs: int
+    keys: np.ndarray, ids: np.ndarray, max_bucket_pairs: int, order: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
     """Unique pairs (a < b, from `ids`) sharing a key in one table; a bucket above
-    `max_bucket_pairs` gives the chain of its pages only."""
-    packed, stats = bucket_candidates(keys, ids, max_bucket_pairs)
+    `max_bucket_pairs` gives the chain of its pages only, in `order` (page keys of `ids`)."""
+    packed, stats = bucket_candidates(keys, ids, max_bucket_pairs, order)
     a, b = unpack_pairs(packed)
     return a, b, stats
 
@@ -149,14 +187,16 @@ def verified_candidates(
     supers: np.ndarray | None = None,
     megashingle: bool = False,
     rescore: Rescore | None = None,
+    order: np.ndarray | None = None,
 ) -> VerifiedPairs:
     """Candidate pairs of `ids` (increasing positions) from their bucket `keys`, verified.
 
     A position p has the signature row `rows[p]` (p itself when `rows` is None) and, when
     `supers` is given, the super-shingles of that row. `rescore` replaces the estimated
-    similarity (exact verification). The candidates are verified a chunk at a time, in
-    order, so the edges come out in the order of the packed candidate pairs."""
-    a_all, b_all, stats = candidate_pairs(keys, ids, settings.max_bucket_pairs)
+    similarity (exact verification); `order` holds the page keys of `ids`. The candidates are
+    verified a chunk at a time, in order, so the edges come out in the order of the packed
+    candidate pairs."""
+    a_all, b_all, stats = candidate_pairs(keys, ids, settings.max_bucket_pairs, order)
     kept: list[tuple[np.ndarray, ...]] = []
     for start in range(0, a_all.size, CHUNK):
         a = a_all[start : start + CHUNK]

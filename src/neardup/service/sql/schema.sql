@@ -14,11 +14,15 @@ CREATE TABLE IF NOT EXISTS pages (
     verified BOOLEAN,        -- resemblance to its winner >= threshold (winners: true)
     updated_at TIMESTAMP,
     removed BOOLEAN,
-    dim_lengths INTEGER[]    -- words per sub-dictionary: the tier-2 partition key
+    dim_lengths INTEGER[],   -- words per sub-dictionary: the tier-2 partition key
+    shingle_fp BIGINT,       -- shingle-set fingerprint: the scan's equivalence classes
+    n_tokens INTEGER         -- words, for the scan's min_tokens
 );
 -- Stores written before the length mapping: add the column, drop the old LSH band table
 -- (tier 2 rebuilds whatever it needs from the signatures when the index is opened).
 ALTER TABLE pages ADD COLUMN IF NOT EXISTS dim_lengths INTEGER[];
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS shingle_fp BIGINT;
+ALTER TABLE pages ADD COLUMN IF NOT EXISTS n_tokens INTEGER;
 DROP TABLE IF EXISTS bands;
 CREATE TABLE IF NOT EXISTS groups (
     group_id BIGINT,

@@ -84,14 +84,63 @@ WHERE m.cluster_size >= 2
 GROUP BY m.cluster_id
 ORDER BY size DESC, m.cluster_id;
 
+-- Links. A target URL resolves to the page of that URL: a response, resource or conversion
+-- record (never the request or metadata record a crawler writes beside it), the latest
+-- fetch when the URL was fetched several times, following redirects (3xx with Location) up
+-- to 10 hops to the final page. URLs meet by their identity `url_key` (ingest/urls.py
+-- `normalize_url`, the form link targets and redirect targets are written in).
+-- A WAT record's links are credited to the page of its URL, after that page's own links,
+-- without repeating them.
 CREATE TABLE links AS
-WITH targets AS (
-    SELECT url, min(doc_id) AS doc_id FROM pages WHERE url IS NOT NULL GROUP BY url
+WITH RECURSIVE fetches AS (
+    SELECT
+        doc_id,
+        url_key,
+        CASE WHEN status BETWEEN 300 AND 399 THEN redirect_to END AS next_key,
+        row_number() OVER (
+            PARTITION BY url_key
+            ORDER BY TRY_CAST(fetched_at AS TIMESTAMPTZ) DESC NULLS LAST, doc_id DESC
+        ) AS recency
+    FROM read_parquet('{staging}/pages_raw.parquet')
+    WHERE url_key IS NOT NULL
+      AND record_type NOT IN ('request', 'metadata', 'warcinfo', 'revisit', 'unknown',
+                              'continuation')
+),
+latest AS (
+    SELECT doc_id, url_key, next_key FROM fetches WHERE recency = 1
+),
+walk AS (
+    SELECT url_key AS start_key, doc_id, next_key, 0 AS hops FROM latest
+    UNION ALL
+    SELECT w.start_key, l.doc_id, l.next_key, w.hops + 1
+    FROM walk AS w
+    JOIN latest AS l ON l.url_key = w.next_key
+    WHERE w.hops < 10
+),
+target AS (
+    SELECT start_key AS url_key, arg_max(doc_id, hops) AS doc_id FROM walk GROUP BY start_key
+),
+raw_links AS (
+    SELECT
+        COALESCE(s.doc_id, l.src_doc) AS src_doc,
+        l.dst_url,
+        r.skipped_reason IS NOT DISTINCT FROM '{wat_reason}' AS from_wat,
+        l.file_row_number
+    FROM read_parquet('{staging}/links.parquet', file_row_number = true) AS l
+    JOIN read_parquet('{staging}/pages_raw.parquet') AS r ON r.doc_id = l.src_doc
+    LEFT JOIN target AS s
+        ON r.skipped_reason IS NOT DISTINCT FROM '{wat_reason}' AND s.url_key = r.url_key
+),
+kept AS (
+    SELECT * FROM raw_links
+    QUALIFY row_number() OVER (
+        PARTITION BY src_doc, dst_url ORDER BY from_wat, file_row_number
+    ) = 1
 )
-SELECT l.src_doc, l.dst_url, t.doc_id AS dst_doc
-FROM read_parquet('{staging}/links.parquet', file_row_number = true) AS l
-LEFT JOIN targets AS t ON t.url = l.dst_url
-ORDER BY l.src_doc, l.file_row_number;
+SELECT k.src_doc, k.dst_url, t.doc_id AS dst_doc
+FROM kept AS k
+LEFT JOIN target AS t ON t.url_key = k.dst_url
+ORDER BY k.src_doc, k.from_wat, k.file_row_number;
 
 CREATE TABLE page_text AS
 SELECT * FROM read_parquet('{staging}/page_text.parquet'); -- already in doc_id order

@@ -33,17 +33,19 @@ INGEST_SCHEMA = (
 INPUTS_SCHEMA = "input_idx int, path string, content binary"
 
 
-def _records_of(path: str, content: bytes | None, base_url: str | None) -> Iterator[Any]:
+def _records_of(
+    path: str, content: bytes | None, base_url: str | None, max_payload_bytes: int
+) -> Iterator[Any]:
     """The records of one input, from its path or from its bytes."""
     if content is None:
-        yield from iter_records([path], base_url=base_url)
+        yield from iter_records([path], base_url, max_payload_bytes)
         return
     name = PurePosixPath(path).name  # keeps the suffix the readers detect formats by
     with tempfile.TemporaryDirectory(prefix="neardup-spark-") as tmp:
         local = os.path.join(tmp, name)
         with open(local, "wb") as handle:
             handle.write(content)
-        for rec in iter_records([local], base_url=base_url):
+        for rec in iter_records([local], base_url, max_payload_bytes):
             rec.source = path
             yield rec
 
@@ -75,7 +77,7 @@ def ingest_partition(
     """mapInArrow body: every record of every input row in the partition."""
     for batch in batches:
         for row in batch.to_pylist():
-            records = _records_of(row["path"], row["content"], base_url)
+            records = _records_of(row["path"], row["content"], base_url, settings.max_payload_bytes)
             first = 0
             for group in _batches(records, settings):
                 tables = _extract_batch(

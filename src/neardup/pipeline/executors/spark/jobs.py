@@ -12,7 +12,8 @@ The near stage takes its band shape, bucket keys, scores and verification test f
 `neardup.pipeline.steps.near_pairs` (through the batch functions of `spark.kernels`), as the
 embedded engine does. What is Spark's own is the distributed plumbing between them, which
 the embedded in-memory versions cannot do on DataFrames: the equivalence classes as a
-window (`min(doc_id)` per shingle-set fingerprint, the embedded `equivalence_classes`), the
+window (the lowest (page key, doc_id) per shingle-set fingerprint, the embedded
+`equivalence_classes`, with the keys from the embedded `page_keys`), the
 candidate pairs and their statistics as SQL (the embedded `bucket_candidates` rule, bucket
 cap included) and the `pairs` table as a union (the embedded `write_pairs`).
 """
@@ -34,9 +35,11 @@ from neardup.pipeline.executors.spark.kernels import (
     CLUSTER_SCHEMA,
     EDGE_SCHEMA,
     KEYS_SCHEMA,
+    PAGE_KEY_SCHEMA,
     SKETCH_SCHEMA,
     cluster_component,
     key_batches,
+    page_key_batches,
     representative_batches,
     sketch_batches,
     verify_batches,
@@ -170,10 +173,17 @@ class SparkJobs:
             f"n_tokens >= {settings.min_tokens} AND n_shingles > 0"
         )
         eligible.createOrReplaceTempView("eligible")
+        urls = eligible.select("doc_id", "shingle_fp").join(
+            self.table("pages_raw").select("doc_id", "url"), "doc_id"
+        )
+        self.save(
+            urls.mapInArrow(page_key_batches, _spark_schema(PAGE_KEY_SCHEMA)), "page_keys"
+        ).createOrReplaceTempView("page_keys")
         classes = self.save(
             spark.sql(
-                "SELECT doc_id, min(doc_id) OVER (PARTITION BY shingle_fp) AS class_id "
-                "FROM eligible"
+                "SELECT e.doc_id, k.order_key, first_value(e.doc_id) OVER ("
+                "PARTITION BY e.shingle_fp ORDER BY k.order_key, e.doc_id) AS class_id "
+                "FROM eligible AS e JOIN page_keys AS k ON k.doc_id = e.doc_id"
             ),
             "classes",
         )
@@ -181,7 +191,7 @@ class SparkJobs:
         # Saved once: the bucket keys and the verification join both read it.
         reps = self.save(
             spark.sql(
-                "SELECT e.doc_id, e.minhash, e.supers FROM eligible AS e "
+                "SELECT e.doc_id, e.minhash, e.supers, c.order_key FROM eligible AS e "
                 "JOIN classes AS c ON c.doc_id = e.doc_id WHERE c.class_id = c.doc_id"
             ),
             "reps",
@@ -245,7 +255,12 @@ class SparkJobs:
             ).withColumnRenamed("node", "doc_id"),
             "components",
         )
-        sizes = self.table("classes").groupBy("class_id").agg(F.count("*").alias("weight"))
+        sizes = (
+            self.table("classes")
+            .groupBy("class_id")
+            .agg(F.count("*").alias("weight"))
+            .join(self.table("page_keys").withColumnRenamed("doc_id", "class_id"), "class_id")
+        )
         # Both sides are read back from Parquet: cogrouping two plans that share the
         # components' lineage trips Spark's self-join ambiguity check.
         nodes = self.save(

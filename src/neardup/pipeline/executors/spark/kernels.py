@@ -23,7 +23,13 @@ from neardup.kernels.graph import (
     core_clusters,
 )
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
-from neardup.pipeline.steps.near_pairs import by_megashingles, candidate_keys, pair_scores, passes
+from neardup.pipeline.steps.near_pairs import (
+    by_megashingles,
+    candidate_keys,
+    page_keys,
+    pair_scores,
+    passes,
+)
 
 SKETCH_SCHEMA = pa.schema(
     [
@@ -36,7 +42,10 @@ SKETCH_SCHEMA = pa.schema(
         ("supers", pa.list_(pa.int64())),
     ]
 )
-KEYS_SCHEMA = pa.schema([("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64())])
+KEYS_SCHEMA = pa.schema(
+    [("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64()), ("order_key", pa.int64())]
+)
+PAGE_KEY_SCHEMA = pa.schema([("doc_id", pa.int64()), ("order_key", pa.int64())])
 CLUSTER_SCHEMA = pa.schema([("doc_id", pa.int64()), ("cluster_doc", pa.int64())])
 EDGE_SCHEMA = pa.schema(
     [
@@ -83,6 +92,20 @@ def sketch_batches(
         )
 
 
+def page_key_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(doc_id, url, shingle_fp) rows -> each page's tie-break key (`page_keys`, as the
+    embedded near stage computes it)."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        keys = page_keys(
+            batch.column("url").to_pylist(), np.asarray(batch.column("shingle_fp"), np.int64)
+        )
+        yield pa.RecordBatch.from_arrays(
+            [batch.column("doc_id"), pa.array(keys, pa.int64())], schema=PAGE_KEY_SCHEMA
+        )
+
+
 def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:
     """Class representatives -> one (table, key, doc) row per bucket table, by the embedded
     engine's `candidate_keys` (LSH bands, or megashingles for the super-shingle method)."""
@@ -98,11 +121,13 @@ def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterat
         )
         tables = keys.shape[1]
         docs = np.asarray(batch.column("doc_id"))
+        order = np.asarray(batch.column("order_key"), dtype=np.int64)
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array(np.tile(np.arange(tables, dtype=np.int32), n)),
                 pa.array(keys.reshape(-1)),
                 pa.array(np.repeat(docs, tables)),
+                pa.array(np.repeat(order, tables)),
             ],
             schema=KEYS_SCHEMA,
         )
@@ -170,19 +195,21 @@ def representative_batches(
 
 def cluster_component(nodes: pa.Table, edges: pa.Table, settings: Settings) -> pa.Table:
     """One connected component's pages -> their cluster representatives, by the embedded
-    rule. The rules only compare nodes of one component, and node numbers follow doc ids,
-    so clustering each component on its own gives the global answer."""
+    rule. The rules only compare nodes of one component, ties go by page key and then by
+    node number, which follows doc ids, so clustering each component on its own gives the
+    global answer."""
     order = np.argsort(np.asarray(nodes.column("doc_id")))
     docs = np.asarray(nodes.column("doc_id"))[order]
     weight = np.asarray(nodes.column("weight"), dtype=np.int64)[order]
+    tie = np.asarray(nodes.column("order_key"), dtype=np.int64)[order]
     a = np.searchsorted(docs, np.asarray(edges.column("doc_a")))
     b = np.searchsorted(docs, np.asarray(edges.column("doc_b")))
     similarity = np.asarray(edges.column("similarity"), dtype=np.float32)
     graph = Graph.from_edges(docs.size, a, b, similarity)
     if settings.cluster_rule == "core":
-        rep = core_clusters(graph, settings.strong_similarity, weight)
+        rep = core_clusters(graph, settings.strong_similarity, weight, tie)
     elif settings.cluster_rule == "center":
-        rep = center_clusters(graph, weight)
+        rep = center_clusters(graph, weight, tiebreak=tie)
     else:
-        rep = component_representatives(graph, connected_components(graph), weight)
+        rep = component_representatives(graph, connected_components(graph), weight, tie)
     return pa.table({"doc_id": docs, "cluster_doc": docs[rep]}, schema=CLUSTER_SCHEMA)

@@ -1,7 +1,9 @@
 -- Candidate pairs from bucket keys, with the embedded engine's rule (candidates/buckets.py):
 -- a bucket of at most {max_bucket} pages gives all its pairs, a larger one the chain of its
--- pages in id order, so one boilerplate bucket cannot blow up the pair count.
--- {keys}: a table (tbl INTEGER, key BIGINT, doc_id BIGINT), one row per page and table.
+-- pages in page-key order (then id), so one boilerplate bucket cannot blow up the pair count
+-- and the chain does not depend on input order.
+-- {keys}: a table (tbl INTEGER, key BIGINT, doc_id BIGINT, order_key BIGINT), one row per
+-- page and table.
 -- Plain SQL with window functions: the same text runs on Spark SQL and on DuckDB.
 WITH buckets AS (
     SELECT
@@ -9,14 +11,14 @@ WITH buckets AS (
         key,
         doc_id,
         count(*) OVER (PARTITION BY tbl, key) AS bucket_size,
-        lead(doc_id) OVER (PARTITION BY tbl, key ORDER BY doc_id) AS next_doc
+        lead(doc_id) OVER (PARTITION BY tbl, key ORDER BY order_key, doc_id) AS next_doc
     FROM {keys}
 ),
 small AS (
     SELECT tbl, key, doc_id FROM buckets WHERE bucket_size BETWEEN 2 AND {max_bucket}
 ),
 emitted AS (
-    SELECT doc_id AS doc_a, next_doc AS doc_b
+    SELECT least(doc_id, next_doc) AS doc_a, greatest(doc_id, next_doc) AS doc_b
     FROM buckets
     WHERE bucket_size > {max_bucket} AND next_doc IS NOT NULL
     UNION ALL

@@ -1,0 +1,179 @@
+"""What the service's HTTP API accepts and answers, as pydantic models.
+
+The models are the OpenAPI document: every field has the bounds the index can take
+(`links_in` fits DuckDB's INTEGER, strings are valid UTF-8 without lone surrogates, URLs are
+1..8192 characters), and "exactly one of text, html, redirect_to" is a tagged union, which the
+schema states as `oneOf` of closed objects, so a fuzzer generating from the schema and the
+server agree on what is valid. Body models are strict: `"3"` is not an integer here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+)
+
+MAX_BATCH = 10_000
+MAX_URL = 8192
+MAX_LINKS = 2**31 - 1  # pages.links_in is a DuckDB INTEGER
+MAX_GROUP = 2**63 - 1
+
+
+def _utf8(value: str) -> str:
+    """Refuse strings that cannot be written as UTF-8 (a lone surrogate from JSON `\\ud800`)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError("not valid Unicode text (lone surrogate)") from err
+    return value
+
+
+def _json_integer(value: Any) -> Any:
+    """JSON Schema counts 378.0 as an integer; the strict models take it as 378 (not "378")."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_utf8)]
+Url = Annotated[str, StringConstraints(min_length=1, max_length=MAX_URL), AfterValidator(_utf8)]
+LinksIn = Annotated[
+    int,
+    Field(ge=0, le=MAX_LINKS, description="distinct pages linking here"),
+    BeforeValidator(_json_integer),
+]
+GroupId = Annotated[int, Field(ge=0, le=MAX_GROUP)]
+
+
+class _Closed(BaseModel):
+    """A request object: no unknown keys, no type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TextPage(_Closed):
+    url: Url
+    text: Text
+    links_in: LinksIn | None = None
+
+
+class HtmlPage(_Closed):
+    url: Url
+    html: Text
+    links_in: LinksIn | None = None
+
+
+class RedirectPage(_Closed):
+    url: Url
+    redirect_to: Url
+    links_in: LinksIn | None = None
+
+
+class LinksPage(_Closed):
+    """Only a new in-link count, for a page the index holds."""
+
+    url: Url
+    links_in: LinksIn
+
+
+def _pick(keys: tuple[str, ...], tags: tuple[str, ...], alone: tuple[str, str] | None = None):
+    """A discriminator: the tag of the one key present among `keys`; when none is, the tag
+    of `alone` = (key, tag) if that key is present; else None, reported as the union's error."""
+
+    def pick(value: Any) -> str | None:
+        if not isinstance(value, dict):
+            return None
+        present = [t for k, t in zip(keys, tags, strict=True) if k in value]
+        if len(present) == 1:
+            return present[0]
+        if not present and alone is not None and alone[0] in value:
+            return alone[1]
+        return None
+
+    return pick
+
+
+PAGE_ONE_OF = "give exactly one of text, html, redirect_to (or links_in alone)"
+PageIn = Annotated[
+    Annotated[TextPage, Tag("TextPage")]
+    | Annotated[HtmlPage, Tag("HtmlPage")]
+    | Annotated[RedirectPage, Tag("RedirectPage")]
+    | Annotated[LinksPage, Tag("LinksPage")],
+    Discriminator(
+        _pick(
+            ("text", "html", "redirect_to"),
+            ("TextPage", "HtmlPage", "RedirectPage"),
+            ("links_in", "LinksPage"),
+        ),
+        custom_error_type="one_of",
+        custom_error_message=PAGE_ONE_OF,
+    ),
+]
+
+
+class PagesIn(_Closed):
+    pages: list[PageIn] = Field(max_length=MAX_BATCH)
+
+
+class CheckText(_Closed):
+    text: Text
+
+
+class CheckHtml(_Closed):
+    html: Text
+
+
+CheckIn = Annotated[
+    Annotated[CheckText, Tag("CheckText")] | Annotated[CheckHtml, Tag("CheckHtml")],
+    Discriminator(
+        _pick(("text", "html"), ("CheckText", "CheckHtml")),
+        custom_error_type="one_of",
+        custom_error_message="give exactly one of text or html",
+    ),
+]
+
+
+class RemoveIn(_Closed):
+    urls: list[Url] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+TAGS = frozenset({"TextPage", "HtmlPage", "RedirectPage", "LinksPage", "CheckText", "CheckHtml"})
+
+
+class FieldError(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class Error(BaseModel):
+    """Every error the API answers, whatever its status: a sentence, and for a 422 the
+    fields at fault."""
+
+    detail: str
+    errors: list[FieldError] | None = None
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries with the one error body, for these status codes."""
+    what = {
+        400: "malformed request (bad Content-Length)",
+        401: "missing token",
+        403: "wrong token, or the server has none",
+        404: "not found",
+        413: "body over the server's cap",
+        421: "Host not allowed (DNS rebinding guard)",
+        422: "a field out of its bounds, or an update the index refuses (a redirect to "
+        "itself, links_in alone for a page it does not hold)",
+        429: "rate limit: retry after Retry-After seconds",
+    }
+    return {c: {"model": Error, "description": what[c]} for c in codes}

@@ -1,0 +1,250 @@
+"""The scan's near-duplicate graph, kept up to date between batches.
+
+Why: the service must give the scan's answer for the same pages. Earlier it grouped pages by
+its own rules (tier-2 matches merged transitively, groups split around winners), which on a
+re-crawl found a quarter fewer of the exact-Jaccard >= 0.9 pairs than the scan. So the
+service now keeps exactly what the scan computes, and changes only what a batch touches:
+
+- equivalence classes: pages with one shingle set collapse to the page with the lowest page
+  key (`near_pairs.page_keys`: the URL's hash), which alone is a node of the graph;
+- the LSH band index of the nodes (`near_pairs.lsh_shape`, `lsh_keys`);
+- the candidate pairs of each bucket by the scan's rule (`kernels.buckets`): all pairs while
+  the bucket holds at most `max_bucket_pairs` pages, the chain in page-key order above, so a
+  page joining a large bucket replaces the chain link it falls into;
+- the verified pairs (`near_pairs.pair_scores` / `passes`, similarity cast to float32 as the
+  scan stores it).
+
+After a batch, only the connected components holding a node whose edges, class or weight
+changed are clustered again, with the scan's own rule (`kernels.graph`, class sizes as
+weights, page keys as tie-breaks). A cluster never crosses a component, and an untouched
+component has the same nodes, edges, weights and keys as before, so its clusters stand.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from itertools import pairwise
+
+import numpy as np
+
+from neardup.config import Settings
+from neardup.kernels.graph import (
+    Graph,
+    center_clusters,
+    component_representatives,
+    connected_components,
+    core_clusters,
+)
+from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
+
+Pair = tuple[str, str]  # (url, url) in increasing order
+
+
+class ScanGraph:
+    """Classes, band index, candidate counts and verified edges of the eligible pages."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.bands, self.rows = lsh_shape(settings)
+        self.key: dict[str, int] = {}  # page key of each eligible page
+        self.fp: dict[str, int] = {}  # shingle-set fingerprint of each eligible page
+        self.sig: dict[str, np.ndarray] = {}
+        self.classes: dict[int, set[str]] = defaultdict(set)  # fingerprint -> pages
+        self.rep: dict[int, str] = {}  # fingerprint -> its class representative (a node)
+        self.band: dict[str, np.ndarray] = {}  # node -> its band keys, one per table
+        self.buckets: dict[tuple[int, int], set[str]] = defaultdict(set)
+        self.emitted: dict[Pair, int] = {}  # candidate pair -> tables that emit it
+        self.adj: dict[str, dict[str, float]] = defaultdict(dict)  # verified edges
+        self.verifications = 0  # pairs verified since the index was opened
+
+    def order(self, url: str) -> tuple[int, str]:
+        """The tie-break of a page: its key, then (for an exact key collision) its URL."""
+        return self.key[url], url
+
+    # ------------------------------------------------------------------ updates
+
+    def update(self, gone: Iterable[str], put: dict[str, tuple[int, int, np.ndarray]]) -> set[str]:
+        """Remove the pages `gone`, add or replace the pages `put` (url -> (page key, shingle
+        fingerprint, signature)); return the nodes whose component must be clustered again."""
+        fps: set[int] = set()
+        gone = set(gone) - set(put)
+        for url in [*gone, *put]:
+            if url in self.fp:
+                fp = self.fp.pop(url)
+                fps.add(fp)
+                self.classes[fp].discard(url)
+                del self.sig[url]  # the key stays until the buckets are rebuilt below
+        for url, (key, fp, sig) in put.items():
+            self.key[url], self.fp[url], self.sig[url] = key, fp, sig
+            self.classes[fp].add(url)
+            fps.add(fp)
+        leaving: set[str] = set()
+        entering: dict[str, int] = {}
+        touched: set[str] = set()
+        for fp in fps:
+            old = self.rep.get(fp)
+            members = self.classes[fp]
+            new = min(members, key=self.order) if members else None
+            if not members:
+                del self.classes[fp]
+            if old is not None and (old != new or old in put):
+                leaving.add(old)
+            if new is not None:
+                touched.add(new)  # its class size (the node's weight) may have moved
+                if new != old or new in put:
+                    entering[new] = fp
+                self.rep[fp] = new
+            else:
+                self.rep.pop(fp, None)
+        touched |= self._move_nodes(leaving, entering)
+        for url in gone:
+            self.key.pop(url, None)
+        return {u for u in touched if u in self.band}
+
+    def _move_nodes(self, leaving: set[str], entering: dict[str, int]) -> set[str]:
+        """Take nodes out of and into the band index; update candidate counts and edges.
+        Returns every node whose edges changed."""
+        new_keys: dict[str, np.ndarray] = {}
+        if entering:
+            urls = sorted(entering)
+            sigs = np.stack([self.sig[u] for u in urls])
+            keys = lsh_keys(sigs, None, self.bands, self.rows)
+            new_keys = dict(zip(urls, keys, strict=True))
+        affected: set[tuple[int, int]] = set()
+        for url in leaving:
+            affected.update((t, int(k)) for t, k in enumerate(self.band[url]))
+        for keys in new_keys.values():
+            affected.update((t, int(k)) for t, k in enumerate(keys))
+        before = {b: self._bucket_pairs(b) for b in affected}
+        for url in leaving:
+            for t, k in enumerate(self.band.pop(url)):
+                self.buckets[(t, int(k))].discard(url)
+        for url, keys in new_keys.items():
+            self.band[url] = keys
+            for t, k in enumerate(keys):
+                self.buckets[(t, int(k))].add(url)
+        delta: dict[Pair, int] = defaultdict(int)
+        # A node that entered again with a new signature keeps candidates whose count does
+        # not move: they are verified again too.
+        recheck: set[Pair] = set()
+        for b in affected:
+            for pair in before[b]:
+                delta[pair] -= 1
+            for pair in self._bucket_pairs(b):
+                delta[pair] += 1
+                if pair[0] in new_keys or pair[1] in new_keys:
+                    recheck.add(pair)
+            if not self.buckets[b]:
+                del self.buckets[b]
+        changed: set[str] = set(leaving) | set(new_keys)
+        for url in leaving:  # a leaving node loses every edge, whatever its buckets say
+            for other in self.adj.pop(url, {}):
+                self.adj[other].pop(url, None)
+                changed.add(other)
+        for pair, d in delta.items():
+            was = self.emitted.get(pair, 0)
+            count = was + d
+            if count > 0:
+                self.emitted[pair] = count
+                if not was:  # a new candidate
+                    recheck.add(pair)
+            else:
+                self.emitted.pop(pair, None)
+                a, b = pair
+                if b in self.adj.get(a, {}):
+                    del self.adj[a][b], self.adj[b][a]
+                    changed.update(pair)
+        changed |= self._verify(recheck)
+        return changed
+
+    def _bucket_pairs(self, bucket: tuple[int, int]) -> list[Pair]:
+        """The scan's candidate rule on one bucket: all pairs, or the chain in key order."""
+        members = sorted(self.buckets.get(bucket, ()), key=self.order)
+        if len(members) > self.settings.max_bucket_pairs:
+            links = pairwise(members)
+        else:
+            links = ((a, b) for i, a in enumerate(members) for b in members[i + 1 :])
+        return [(a, b) if a < b else (b, a) for a, b in links]
+
+    def _verify(self, pairs: set[Pair]) -> set[str]:
+        """Verify candidate pairs (edge in or out); returns the nodes whose edges changed."""
+        todo = sorted(p for p in pairs if p[0] in self.band and p[1] in self.band)
+        changed: set[str] = set()
+        if not todo:
+            return changed
+        sim, agree = pair_scores(
+            np.stack([self.sig[a] for a, _ in todo]), np.stack([self.sig[b] for _, b in todo])
+        )
+        ok = passes(sim, agree, self.settings.threshold, False)
+        self.verifications += len(todo)
+        for (a, b), s, keep in zip(todo, sim.astype(np.float32).tolist(), ok.tolist(), strict=True):
+            old = self.adj.get(a, {}).get(b)
+            if keep:
+                if old != s:
+                    self.adj[a][b] = self.adj[b][a] = s
+                    changed.update((a, b))
+            elif old is not None:
+                del self.adj[a][b], self.adj[b][a]
+                changed.update((a, b))
+        return changed
+
+    # ------------------------------------------------------------------ clustering
+
+    def components(self, seeds: Iterable[str]) -> list[list[str]]:
+        """The connected components (of verified edges) holding `seeds`, each in tie-break
+        order."""
+        seen: set[str] = set()
+        out = []
+        for seed in sorted(seeds):
+            if seed in seen or seed not in self.band:
+                continue
+            comp, stack = [], [seed]
+            seen.add(seed)
+            while stack:
+                u = stack.pop()
+                comp.append(u)
+                for v in self.adj.get(u, {}):
+                    if v not in seen:
+                        seen.add(v)
+                        stack.append(v)
+            out.append(sorted(comp, key=self.order))
+        return out
+
+    def cluster(self, nodes: list[str]) -> list[list[str]]:
+        """One component's clusters by the scan's rule: lists of pages (class members
+        included), each with the scan's representative first."""
+        n = len(nodes)
+        pos = {u: i for i, u in enumerate(nodes)}
+        a, b, s = [], [], []
+        for u in nodes:
+            for v, sim in self.adj.get(u, {}).items():
+                if u < v:
+                    a.append(pos[u])
+                    b.append(pos[v])
+                    s.append(sim)
+        graph = Graph.from_edges(
+            n, np.array(a, np.int64), np.array(b, np.int64), np.array(s, np.float64)
+        )
+        weight = np.array([len(self.classes[self.fp[u]]) for u in nodes], dtype=np.int64)
+        tie = np.array([self.key[u] for u in nodes], dtype=np.int64)
+        rule = self.settings.cluster_rule
+        if rule == "core":
+            rep = core_clusters(graph, self.settings.strong_similarity, weight, tie)
+        elif rule == "center":
+            rep = center_clusters(graph, weight, tiebreak=tie)
+        else:
+            rep = component_representatives(graph, connected_components(graph), weight, tie)
+        groups: dict[int, list[str]] = {}  # the representative node first
+        for i, r in enumerate(rep.tolist()):
+            members = groups.setdefault(r, [nodes[r]])
+            if i != r:
+                members.append(nodes[i])
+        out = []
+        for members in groups.values():
+            pages = []
+            for u in members:
+                pages.append(u)
+                pages.extend(sorted(self.classes[self.fp[u]] - {u}, key=self.order))
+            out.append(pages)
+        return out

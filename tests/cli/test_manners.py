@@ -1,0 +1,104 @@
+"""The command line's manners: version and short help, JSON and complete values for scripts,
+bad values refused in the CLI's words, and Ctrl-C at any stage ending with status 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+import neardup
+from neardup.cli.main import app
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_version_and_short_help() -> None:
+    code, out = _run("--version")
+    assert code == 0 and out.strip() == f"neardup {neardup.__version__}"
+    code, out = _run("scan", "-h")
+    assert code == 0 and "--threshold" in out
+
+
+def test_clusters_to_a_pipe_are_whole_tab_separated_rows(demo_run) -> None:
+    """CliRunner's stdout is not a terminal: rows must be TSV with URLs never cut."""
+    code, out = _run("clusters", str(demo_run.path), "--top", "1000")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split("\t") == ["cluster", "pages", "hosts", "texts", "min_sim", "url", "title"]
+    con = duckdb.connect()
+    expected = con.execute(
+        "SELECT cluster_id, representative_url FROM read_parquet(?) ORDER BY size DESC, cluster_id",
+        [str(demo_run.path / "clusters.parquet")],
+    ).fetchall()
+    got = [(int(r.split("\t")[0]), r.split("\t")[5]) for r in lines[1:]]
+    assert got == [(c, u or "") for c, u in expected]
+
+
+def test_clusters_and_summary_speak_json(demo_run) -> None:
+    code, out = _run("clusters", str(demo_run.path), "--top", "3", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert len(rows) == 3 and {"cluster", "pages", "url"} <= set(rows[0])
+    biggest = rows[0]["cluster"]
+    code, out = _run("clusters", str(demo_run.path), "--cluster", str(biggest), "--json")
+    members = json.loads(out)
+    assert code == 0 and len(members) == rows[0]["pages"]
+    assert sum(m["role"] == "representative" for m in members) == 1
+    code, out = _run("summary", str(demo_run.path), "--json")
+    assert code == 0 and json.loads(out)["clusters"] == demo_run.summary["clusters"]
+
+
+def test_summary_to_a_pipe_is_key_value_lines(demo_run) -> None:
+    code, out = _run("summary", str(demo_run.path))
+    assert code == 0
+    pairs = dict(line.split("\t", 1) for line in out.splitlines())
+    assert int(pairs["clusters"]) == demo_run.summary["clusters"]
+    assert int(pairs["sketched"]) == demo_run.summary["sketched"]
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_workers_below_one_are_refused(demo_crawl, tmp_path, workers) -> None:
+    code, out = _run(
+        "scan", str(demo_crawl.warc_paths[0]), "--out", str(tmp_path / "r"), "--workers", workers
+    )
+    assert code == 2
+    assert "--workers" in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_too_many_demo_pages_is_one_line_in_the_cli_words(tmp_path) -> None:
+    code, out = _run("demo-crawl", str(tmp_path / "d"), "--pages", "5000")
+    assert code == 2
+    assert "fewer pages (--pages)" in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process groups and signals")
+def test_ctrl_c_exits_130_with_one_line_and_leaves_the_old_run(demo_crawl, tmp_path) -> None:
+    run = tmp_path / "run"
+    neardup.scan([demo_crawl.warc_paths[0]], run, workers=1)
+    before = sorted(p.name for p in run.iterdir())
+    cmd = [sys.executable, "-c", "from neardup.cli.main import main; main()"]
+    args = ["scan", *map(str, demo_crawl.warc_paths), "--out", str(run), "--force", "-q"]
+    proc = subprocess.Popen(cmd + args, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(tmp_path.glob(".run.staging-*")):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == ["interrupted; earlier outputs are left as they were"]
+    assert sorted(p.name for p in run.iterdir()) == before
