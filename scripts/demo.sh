@@ -11,4 +11,4 @@ neardup dedup --run demo/run --out demo/clean --force
 neardup collections demo/run --top 5
 neardup mirrors demo/run
 neardup report demo/run -o demo/report.html --force
-echo "open demo/report.html, or explore with: .venv/bin/neardup ui demo/run"
+echo "open demo/report.html, or explore it in the browser: .venv/bin/pip install -e '.[service]' && .venv/bin/neardup ui demo/run"

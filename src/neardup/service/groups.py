@@ -9,7 +9,8 @@ total order on what a search engine knows of each page.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import urlsplit
+
+from neardup.ingest.urls import host_of
 
 
 def winner_key(url: str, links_in: int, suffixes: Sequence[str] = ()) -> tuple:
@@ -20,7 +21,7 @@ def winner_key(url: str, links_in: int, suffixes: Sequence[str] = ()) -> tuple:
     market's preferred domain suffix, then the URL itself so that the choice is total and
     the same in every process.
     """
-    host = (urlsplit(url).hostname or "").lower()
+    host = host_of(url) or ""
     rank = next((i for i, s in enumerate(suffixes) if host.endswith(s)), len(suffixes))
     return (-links_in, "?" in url, len(url), rank, url)
 
