@@ -5,6 +5,8 @@ The Python API mirrors the command line:
 >>> import neardup
 >>> result = neardup.scan(["crawl.warc.gz"], "run/")  # doctest: +SKIP
 >>> neardup.resemblance("a rose is a rose is a rose", "a rose is a rose")  # doctest: +SKIP
+>>> with neardup.open_index("idx/") as ix:  # doctest: +SKIP
+...     ix.add("https://a.example/", text="a rose is a rose is a rose")
 
 Names are imported on first use, so `import neardup` stays cheap (no numba, no DuckDB)
 for tools that only need part of the package.
@@ -32,6 +34,8 @@ _EXPORTS = {
     "shingle_set": "neardup.api",
     "resemblance": "neardup.api",
     "contained": "neardup.api",
+    "open_index": "neardup.service.handle",
+    "DuplicateIndex": "neardup.service.handle",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -102,3 +102,23 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_the_old_run(demo_crawl, tmp_p
     assert "Traceback" not in err
     assert err.strip().splitlines() == ["interrupted; earlier outputs are left as they were"]
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+def test_link_graph_tables_to_a_pipe_are_whole_rows(demo_run, tmp_path) -> None:
+    """`mirrors` and `avoid-list` on a pipe: a header and one TSV row per result, the same
+    rows as their `--json`, and the closing note kept off stdout."""
+    out = tmp_path / "analyses"
+    for command, key, fields in (
+        ("mirrors", "pairs", ("host_a", "host_b")),
+        ("avoid-list", "entries", ("prefix", "kept")),
+    ):
+        code, text = _run(command, str(demo_run.path), "--out", str(out), "--json")
+        assert code == 0
+        expected = [tuple(row[f] for f in fields) for row in json.loads(text)[key]]
+        result = CliRunner().invoke(app, [command, str(demo_run.path), "--out", str(out)])
+        assert result.exit_code == 0
+        lines = result.stdout.splitlines()
+        assert len(lines) == 1 + len(expected) and "\t" in lines[0]
+        cols = {"mirrors": (0, 1), "avoid-list": (0, 2)}[command]
+        got = [tuple(line.split("\t")[c] for c in cols) for line in lines[1:]]
+        assert got == expected

@@ -16,9 +16,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from neardup.cli.output import fail, out_console
+from neardup.cli.output import emit_table, fail, note, out_console
 from neardup.store import RunError
 
 RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
@@ -114,23 +113,33 @@ def collections_command(
     if as_json:
         _print_json({"clusters": clusters, "copies": result.copies.to_pylist()})
         return
-    table = Table(title=f"replicated collections in {run}", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("description (principal URL)", overflow="fold")
-    table.add_column("cardinality", justify="right")
-    table.add_column("size", justify="right")
-    table.add_column("pages", justify="right")
-    for i, c in enumerate(clusters[:top], 1):
-        label = f"{escape(c['description'] or '')}\n[dim]{escape(c['principal_url'])}[/]"
-        table.add_row(str(i), label, str(c["cardinality"]), f"{c['size']:,}", f"{c['pages']:,}")
-    out_console.print(table)
+    shown = clusters[:top]
+    emit_table(
+        f"replicated collections in {run}",
+        ["#", "description", "principal url", "cardinality", "size", "pages"],
+        [
+            [i, c["description"], c["principal_url"], c["cardinality"], c["size"], c["pages"]]
+            for i, c in enumerate(shown, 1)
+        ],
+        frozenset({"#", "cardinality", "size", "pages"}),
+        [
+            [
+                i,
+                c["description"] or "",
+                c["principal_url"],
+                c["cardinality"],
+                f"{c['size']:,}",
+                f"{c['pages']:,}",
+            ]
+            for i, c in enumerate(shown, 1)
+        ],
+    )
     pages = sum(c["pages"] for c in clusters)
-    out_console.print(
+    note(
         f"{len(clusters):,} collection clusters, {pages:,} pages; "
         f"{result.trivial_clusters:,} trivial clusters, {result.merge_edges:,} merges "
         f"({result.similar_edges:,} similar); {result.seconds:.1f}s; wrote "
-        + ", ".join(p.name for p in written),
-        highlight=False,
+        + ", ".join(p.name for p in written)
     )
 
 
@@ -166,27 +175,28 @@ def mirrors_command(
             }
         )
         return
-    table = Table(title=f"mirrored hosts in {run}", title_justify="left")
-    table.add_column("host_a (original) / host_b (copy)", overflow="fold")
-    for col in ("shared", "suffix match", "kind", "verdict"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for p in pairs:
-        table.add_row(
-            f"{escape(p['host_a'])}\n{escape(p['host_b'])}",
-            f"{p['shared_pages']:,}",
-            f"{p['suffix_matches']:,} ({p['suffix_share']:.0%})",
-            p["kind"] + (f" ({p['alias_reason']})" if p["alias_reason"] else ""),
-            p["verdict"],
-        )
-    out_console.print(table)
+    emit_table(
+        f"mirrored hosts in {run}",
+        ["host a (original)", "host b (copy)", "shared", "suffix matches", "kind", "verdict"],
+        [
+            [
+                p["host_a"],
+                p["host_b"],
+                p["shared_pages"],
+                p["suffix_matches"],
+                p["kind"] + (f" ({p['alias_reason']})" if p["alias_reason"] else ""),
+                p["verdict"],
+            ]
+            for p in pairs
+        ],
+        frozenset({"shared", "suffix matches"}),
+    )
     aliases = sum(p["kind"] == "alias" for p in pairs)
-    out_console.print(
+    note(
         f"content method (Fetterly et al.): {len(pairs)} candidate pairs, {by_content} confirmed "
         f"mirror pairs, {aliases} aliases, {result.auto_mirrors} auto-mirrors set aside; "
         f"URL-suffix method (Bharat & Broder): {result.suffix_pairs.num_rows} candidates, "
-        f"{by_suffix} confirmed; {result.seconds:.1f}s; wrote "
-        + ", ".join(p.name for p in written),
-        highlight=False,
+        f"{by_suffix} confirmed; {result.seconds:.1f}s; wrote " + ", ".join(p.name for p in written)
     )
 
 
@@ -220,28 +230,22 @@ def avoid_list_command(
     if as_json:
         _print_json({"entries": entries, **totals})
         return
-    table = Table(title=f"crawler avoid-list for {run}", title_justify="left")
-    table.add_column("skip (prefix)", overflow="fold")
-    table.add_column("reason", no_wrap=True)
-    table.add_column("crawl instead", overflow="fold")
-    table.add_column("pages", justify="right")
-    table.add_column("MB", justify="right")
-    for e in entries:
-        table.add_row(
-            escape(e["prefix"]),
-            e["reason"],
-            escape(e["kept"]),
-            f"{e['pages']:,}",
-            f"{e['bytes'] / 1e6:,.1f}",
-        )
-    out_console.print(table)
+    emit_table(
+        f"crawler avoid-list for {run}",
+        ["skip (prefix)", "reason", "crawl instead", "pages", "bytes"],
+        [[e["prefix"], e["reason"], e["kept"], e["pages"], e["bytes"]] for e in entries],
+        frozenset({"pages", "bytes"}),
+        [
+            [e["prefix"], e["reason"], e["kept"], f"{e['pages']:,}", f"{e['bytes']:,}"]
+            for e in entries
+        ],
+    )
     share = result.pages / result.crawl_pages if result.crawl_pages else 0.0
     bshare = result.bytes / result.crawl_bytes if result.crawl_bytes else 0.0
-    out_console.print(
+    note(
         f"saves {result.pages:,} of {result.crawl_pages:,} fetches ({share:.1%}) and "
         f"{result.bytes / 1e6:,.1f} of {result.crawl_bytes / 1e6:,.1f} MB ({bshare:.1%}); wrote "
-        + ", ".join(p.name for p in written),
-        highlight=False,
+        + ", ".join(p.name for p in written)
     )
 
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 console = Console(stderr=True)  # progress, errors
-out_console = Console()  # results
+out_console = Console(soft_wrap=True)  # results: a long line is never cut or wrapped
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -33,9 +33,12 @@ from neardup.cli.scan_options import (
     MaxDf,
     Method,
     NumPerm,
+    PathsBase,
     Preset,
     Rows,
     Rule,
+    Sample,
+    Shard,
     ShingleSize,
     SparkConf,
     SparkMaster,
@@ -45,6 +48,8 @@ from neardup.cli.scan_options import (
     Workers,
     Wrap,
     _settings,
+    refuse_remote_dedup,
+    resolve_inputs_or_fail,
 )
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
@@ -188,6 +193,9 @@ def scan_command(
     hamming: Hamming = None,
     workers: Workers = None,
     base_url: BaseUrl = None,
+    paths_base: PathsBase = None,
+    sample: Sample = None,
+    shard: Shard = None,
     engine: EngineName = "embedded",
     spark_master: SparkMaster = None,
     spark_conf: SparkConf = None,
@@ -224,6 +232,7 @@ def scan_command(
         )
     except SettingsError as err:
         fail(str(err))
+    inputs = resolve_inputs_or_fail(inputs, paths_base, sample, shard)
     if crawl is None:
         summary = _run_scan(
             inputs,
@@ -336,6 +345,7 @@ def dedup_command(
         if run is None:
             if not inputs:
                 fail("give inputs to scan, or --run with a finished scan")
+            refuse_remote_dedup([str(p) for p in inputs])
             # deduplication needs no link graph: skip extracting it
             settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
             with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:

@@ -6,6 +6,7 @@ types, refuse the same errors and turn options into `Settings` the same way.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import typer
@@ -33,8 +34,9 @@ SCAN_ERRORS = (
 Inputs = Annotated[
     list[str],
     typer.Argument(
-        help="WARC/ARC files, HTML folders, JSONL or Parquet tables (with --engine spark, also "
-        "URIs Spark reads: hdfs://, s3a://, file://)"
+        help="WARC/ARC files, HTML folders, JSONL or Parquet tables; URLs (https://, s3://, "
+        "gs://, globs on s3/gs), - for stdin, or a paths file (warc.paths.gz) of a published "
+        "crawl (with --engine spark, URIs Spark reads: hdfs://, s3a://, file://)"
     ),
 ]
 EngineName = Annotated[
@@ -54,6 +56,18 @@ SparkWork = Annotated[
 SparkConf = Annotated[
     list[str] | None,
     typer.Option(help="a Spark setting KEY=VALUE for --engine spark (repeatable)"),
+]
+PathsBase = Annotated[
+    str | None,
+    typer.Option(help="base URL for the relative paths of a paths file (Common Crawl's default)"),
+]
+Sample = Annotated[
+    int | None,
+    typer.Option(min=1, help="read N files of the paths file (the same N on every run)"),
+]
+Shard = Annotated[
+    str | None,
+    typer.Option(help="read shard i/n of the paths file (i from 0): every n-th file from the i-th"),
 ]
 Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
 Method = Annotated[
@@ -104,6 +118,29 @@ ChunkJoin = Annotated[
     str | None, typer.Option(help="chunks: iceberg (coarse counting) or sort (DuckDB join)")
 ]
 Hamming = Annotated[int | None, typer.Option(help="simhash: largest Hamming distance (3)")]
+
+
+def resolve_inputs_or_fail(
+    inputs: list[str], paths_base: str | None, sample: int | None, shard: str | None
+) -> list[str]:
+    """The inputs with paths files replaced by their (sampled, sharded) files, or exit 2."""
+    from neardup.cli.output import fail
+    from neardup.ingest.paths_file import PathsFileError, resolve_inputs
+
+    try:
+        return resolve_inputs(inputs, paths_base, sample, shard)
+    except PathsFileError as err:
+        fail(str(err))
+
+
+def refuse_remote_dedup(inputs: list[str]) -> None:
+    """dedup copies records by their offsets and lengths from seekable local files; a URL
+    or stdin has neither, so it is refused in one line before any work."""
+    from neardup.cli.output import fail
+
+    for raw in inputs:
+        if raw == "-" or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", raw):
+            fail(f"dedup reads local files only: {raw} is a URL or stdin (download it first)")
 
 
 def _settings(

@@ -24,6 +24,7 @@ from neardup.ingest.common import read_head, sniff_kind
 from neardup.ingest.html_dir import has_html_files, iter_html_dir
 from neardup.ingest.limits import entry_problem, safe_text
 from neardup.ingest.record import RawRecord
+from neardup.ingest.remote import expand_remote, fetch_head, is_remote, iter_remote, url_name
 from neardup.ingest.tables import iter_jsonl, iter_parquet
 from neardup.ingest.warc_reader import iter_warc
 
@@ -65,6 +66,8 @@ def _detect_one(path: str, listed: bool = False) -> str:
     An entry that exists but is no regular file (dangling symlink, FIFO, socket) is
     "unreadable", and so is a file found in a folder (`listed`) that cannot be read.
     """
+    if is_remote(path):
+        return _detect_remote(path)
     if entry_problem(path) is not None:
         return "unreadable"
     p = Path(path)
@@ -92,6 +95,25 @@ def _detect_one(path: str, listed: bool = False) -> str:
             f"{path}: unknown input kind (not WARC, ARC, JSONL, Parquet or HTML;"
             f" starts with {head[:24]!r})"
         )
+    return kind
+
+
+def _detect_remote(url: str) -> str:
+    """The kind of a URL from its name, else from its first bytes (one short fetch); of
+    stdin from its first bytes. A URL that cannot be fetched is read later, where its failure
+    becomes its one row."""
+    kind = None if url == "-" else _kind_from_suffix(url_name(url))
+    if kind is None:
+        try:
+            head = fetch_head(url)
+        except OSError:
+            return "warc"  # iter_remote fetches it again and reports why it cannot
+        kind = _kind_from_content(head)
+    if kind is None:
+        shown = "stdin" if url == "-" else url
+        raise InputError(f"{shown}: unknown input kind (not WARC, JSONL or Parquet)")
+    if kind in ("arc", "html_dir"):
+        raise InputError(f"{url}: ARC files and HTML folders are read from local paths only")
     return kind
 
 
@@ -131,6 +153,8 @@ def expand_inputs(paths: list[str]) -> list[tuple[str, str]]:
 
 def _expand_one(path: str) -> list[str]:
     """One path, a glob's matches, or a directory of archives' files."""
+    if is_remote(path):
+        return expand_remote(path, InputError)
     if not os.path.exists(path) and _GLOB_CHARS & set(path):
         matches = sorted(glob.glob(path, recursive=True))
         if not matches:
@@ -176,7 +200,11 @@ def iter_records(
 def _chain(inputs: list[tuple[str, str]], base_url: str | None, cap: int) -> Iterator[RawRecord]:
     """The records of the checked inputs, one reader after another."""
     for path, kind in inputs:
-        for rec in _reader(kind, base_url, cap)(path):
+        if is_remote(path):
+            records = iter_remote(path, kind, cap)
+        else:
+            records = _reader(kind, base_url, cap)(path)
+        for rec in records:
             rec.source = safe_text(rec.source)
             yield rec
 

@@ -37,6 +37,14 @@ def iter_jsonl(
     except OSError as exc:
         yield RawRecord(path, 0, "row", skipped_reason=f"cannot open: {exc}")
         return
+    yield from iter_jsonl_stream(path, fh, max_payload_bytes)
+
+
+def iter_jsonl_stream(
+    path: str, fh: Any, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+) -> Iterator[RawRecord]:
+    """The rows of an open (already decompressed) JSONL stream, which is closed at the end;
+    shared by local files, URLs and stdin (`remote.py`), which have no path to reopen."""
     line_no = -1
     cap = raw_cap(max_payload_bytes)
     try:
@@ -153,11 +161,15 @@ def _timestamp(value: Any) -> str | None:
 
 
 def iter_parquet(
-    path: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    path: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES, source: Any = None
 ) -> Iterator[RawRecord]:
-    """One RawRecord per row, read in batches of the columns we use."""
+    """One RawRecord per row, read in batches of the columns we use.
+
+    `source` is an open seekable file to read instead of `path` (a URL's, from `remote.py`):
+    Parquet keeps its index at the end, so it is read in ranges, never streamed.
+    """
     try:
-        table = pq.ParquetFile(path)
+        table = pq.ParquetFile(path if source is None else source)
         names = set(table.schema_arrow.names)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError ...
         yield RawRecord(path, 0, "row", skipped_reason=f"unreadable parquet file: {exc}"[:200])

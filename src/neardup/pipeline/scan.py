@@ -72,7 +72,7 @@ def scan(
     if not paths:
         raise ValueError("no input given")
     for path in paths:
-        if "://" not in path:  # a URI is for Spark's file systems to open
+        if "://" not in path or runner.name != "spark":  # Spark opens its own URIs
             detect_input_kind(path)  # fails early, before any work, on an unreadable input
     out = Path(out)
     check_folder(out, "run", paths, force)  # refuse before any work

@@ -1,6 +1,7 @@
 """Incremental duplicate service: a persistent two-tier index (DuckDB) and its HTTP API."""
 
 from neardup.service.groups import elect, winner_key
+from neardup.service.handle import DuplicateIndex, open_index
 from neardup.service.index import ServiceIndex
 from neardup.service.lengths import (
     LengthMap,
@@ -17,11 +18,13 @@ from neardup.service.updates import (
     PageUpdate,
     ServiceError,
     ServiceOptions,
+    as_update,
     html_to_text,
 )
 
 __all__ = [
     "BatchReport",
+    "DuplicateIndex",
     "LengthMap",
     "PageUpdate",
     "RedirectGraph",
@@ -29,6 +32,7 @@ __all__ = [
     "ServiceIndex",
     "ServiceOptions",
     "SignatureStore",
+    "as_update",
     "balanced_edges",
     "dim_lengths",
     "effective_popularity",
@@ -36,6 +40,7 @@ __all__ = [
     "fine_bounds",
     "html_to_text",
     "length_partition_report",
+    "open_index",
     "rho_estimate",
     "winner_key",
 ]

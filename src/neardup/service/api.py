@@ -38,7 +38,7 @@ from neardup.service.api_models import (
 )
 from neardup.service.door import MAX_BODY, Door, DoorConfig
 from neardup.service.index import ServiceIndex
-from neardup.service.updates import PageUpdate, ServiceError, html_to_text
+from neardup.service.updates import PageUpdate, ServiceError
 
 WRITES = frozenset({("POST", "/pages"), ("DELETE", "/pages")})
 DOOR = (400, 413, 421, 429)  # what the door may answer to any request
@@ -136,9 +136,10 @@ def create_service_app(
     @app.post("/check", responses=error_responses(*DOOR, 422))
     def check(body: Annotated[CheckIn, Body()]) -> dict[str, Any]:
         """Would this text (or html) be a duplicate? Nothing is stored."""
-        text = body.text if isinstance(body, CheckText) else html_to_text(body.html)
         with ix.lock:
-            return ix.check(text)
+            if isinstance(body, CheckText):
+                return ix.check(text=body.text)
+            return ix.check(html=body.html)
 
     writes = {"dependencies": [Depends(bearer)], "responses": error_responses(*DOOR, 401, 403, 422)}
 

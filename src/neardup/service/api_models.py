@@ -22,9 +22,10 @@ from pydantic import (
     Tag,
 )
 
+from neardup.service.updates import MAX_LINKS, PAGE_ONE_OF
+
 MAX_BATCH = 10_000
 MAX_URL = 8192
-MAX_LINKS = 2**31 - 1  # pages.links_in is a DuckDB INTEGER
 MAX_GROUP = 2**63 - 1
 
 
@@ -102,7 +103,6 @@ def _pick(keys: tuple[str, ...], tags: tuple[str, ...], alone: tuple[str, str] |
     return pick
 
 
-PAGE_ONE_OF = "give exactly one of text, html, redirect_to (or links_in alone)"
 PageIn = Annotated[
     Annotated[TextPage, Tag("TextPage")]
     | Annotated[HtmlPage, Tag("HtmlPage")]

@@ -47,7 +47,13 @@ from neardup.service.storage import (
     write_rows,
 )
 from neardup.service.tier2 import SignatureStore
-from neardup.service.updates import BatchReport, PageUpdate, ServiceError, ServiceOptions
+from neardup.service.updates import (
+    BatchReport,
+    PageUpdate,
+    ServiceError,
+    ServiceOptions,
+    html_to_text,
+)
 from neardup.store.outputs import open_folder
 
 
@@ -219,11 +225,13 @@ class ServiceIndex:
             "winner_url": None,
             "is_duplicate": False,
             "verified": False,
+            "resemblance": None,
         }
         if p.removed or fp is None or fp.removed or fp.group_id is None:
             return out
         winner = self.winners.get(fp.group_id)
         out.update(group_id=fp.group_id, winner_url=winner, verified=fp.verified)
+        out["resemblance"] = self.resemblance_to_winner(fp.signature, fp.group_id)
         # A redirect is a duplicate of what it leads to; a loser only once verified.
         out["is_duplicate"] = bool(len(chain) > 1 or (final != winner and fp.verified))
         return out
@@ -233,11 +241,10 @@ class ServiceIndex:
         if not members:
             return None
         winner = self.winners[gid]
-        wsig = self.pages[winner].signature
         rows = []
         for url in sorted(members, key=lambda u: (u != winner, u)):
             p = self.pages[url]
-            sim = float((p.signature == wsig).mean()) if p.signature is not None else 0.0
+            sim = self.resemblance_to_winner(p.signature, gid) or 0.0
             rows.append(
                 {
                     "url": url,
@@ -272,8 +279,25 @@ class ServiceIndex:
         p = self.pages.get(url)
         return 0 if p is None or p.removed else p.links_in
 
-    def check(self, text: str) -> dict[str, Any]:
-        """Which stored group a text would join, without adding it (a tier-2 lookup)."""
+    def resemblance_to_winner(self, signature: np.ndarray | None, gid: int) -> float | None:
+        """Estimated resemblance of a sketch to group `gid`'s winner (the share of equal
+        min-hash values), the one measure behind `status`, `check` and `group`; None when
+        either side has no sketch."""
+        winner = self.winners.get(gid)
+        wp = self.pages.get(winner) if winner is not None else None
+        if signature is None or wp is None or wp.signature is None:
+            return None
+        return float((signature == wp.signature).mean())
+
+    def check(self, text: str | None = None, html: str | bytes | None = None) -> dict[str, Any]:
+        """Which stored group a text (or the visible text of an HTML document) would join,
+        without adding it (a tier-2 lookup), and its resemblance to that group's winner.
+        Both `POST /check` and the Python handle call this, so they answer alike."""
+        if (text is None) == (html is None):
+            raise ServiceError("give exactly one of text or html")
+        if text is None:
+            assert html is not None
+            text = html_to_text(html)
         sk = sketch_text(text, self.settings)
         matches = []
         if sk.shingles.size:
@@ -291,6 +315,9 @@ class ServiceIndex:
             "is_duplicate": best is not None,
             "group_id": gid,
             "winner_url": self.winners.get(gid) if gid is not None else None,
+            "resemblance": (
+                self.resemblance_to_winner(sk.minhash, gid) if gid is not None else None
+            ),
             "matches": matches[:10],
             "length": sk.n_tokens,
         }

@@ -6,10 +6,14 @@ update, an option set or a report without pulling in the index and its database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from neardup.ingest import RawRecord, extract_page
+
+MAX_LINKS = 2**31 - 1  # pages.links_in is a DuckDB INTEGER
+PAGE_ONE_OF = "give exactly one of text, html, redirect_to (or links_in alone)"
 
 
 class ServiceError(ValueError):
@@ -49,6 +53,43 @@ class PageUpdate:
     redirect_to: str | None = None
     links_in: int | None = None
     remove: bool = False
+
+
+def as_update(item: PageUpdate | Mapping[str, Any] | Sequence[Any]) -> PageUpdate:
+    """One page of a batch from what a Python caller holds: a `PageUpdate`, a dict of its
+    fields, or a tuple in its field order (`(url, text)` is the common case). Checked by
+    the rule the HTTP API's schema states (`api_models.PagesIn`), so that Python callers
+    get a `ServiceError` for what the API answers 422, not a silent pick of one field."""
+    if isinstance(item, PageUpdate):
+        u = item
+    elif isinstance(item, Mapping):
+        unknown = set(item) - {f.name for f in fields(PageUpdate)}
+        if unknown:
+            raise ServiceError(f"unknown page fields: {', '.join(sorted(unknown))}")
+        u = PageUpdate(**item)
+    elif isinstance(item, Sequence) and not isinstance(item, str | bytes):
+        if not 1 <= len(item) <= len(fields(PageUpdate)):
+            raise ServiceError(
+                f"a page tuple is (url, text, html, redirect_to, links_in): {item!r}"
+            )
+        u = PageUpdate(*item)
+    else:
+        raise ServiceError(f"a page is a PageUpdate, a dict or a tuple, not {type(item).__name__}")
+    if not isinstance(u.url, str) or not u.url:
+        raise ServiceError("an update needs a url")
+    given = sum(x is not None for x in (u.text, u.html, u.redirect_to))
+    if u.remove:
+        if given or u.links_in is not None:
+            raise ServiceError(f"{u.url}: a removal carries nothing else")
+    elif given > 1 or (given == 0 and u.links_in is None):
+        raise ServiceError(f"{u.url}: {PAGE_ONE_OF}")
+    if u.links_in is not None and (
+        isinstance(u.links_in, bool)
+        or not isinstance(u.links_in, int)
+        or not 0 <= u.links_in <= MAX_LINKS
+    ):
+        raise ServiceError(f"{u.url}: links_in must be an integer in [0, {MAX_LINKS}]")
+    return u
 
 
 @dataclass

@@ -1,0 +1,280 @@
+"""Inputs where the data lives: URLs (https://, s3://, gs://: whatever fsspec opens) and stdin.
+
+fsspec gives one file interface over every store, as datatrove uses it, so no protocol is
+written by hand here; s3:// and gs:// need the `neardup[remote]` extra (s3fs, gcsfs), which
+fsspec finds by the protocol. Files are streamed front to back through FastWARC's stream
+reader (a Python file object with `read` and `tell`), never downloaded whole and never
+seeked, since an HTTP server need not serve byte ranges. A fetch that breaks (connection
+reset, 5xx) is retried a few times with backoff and resumes at the byte where it broke; one
+that still fails, or a missing object (404), becomes one row with its reason and the scan goes
+on with the next input.
+
+Local files keep their own readers (`readers.py`): they can be seeked, so damage is resynced
+and every record gets its length, which `dedup` needs to copy records. Inputs read here have
+neither: damage ends the file with one row, `length` is None, and dedup refuses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import fsspec
+from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
+from neardup.ingest.limits import short_error
+from neardup.ingest.record import RawRecord
+from neardup.ingest.tables import iter_jsonl_stream, iter_parquet
+from neardup.ingest.warc_reader import to_raw_record
+
+STDIN = "-"
+RETRIES = 4  # after the first try: 5 fetches in all
+BACKOFF_S = 0.25  # doubled after each failure: 0.25 s, 0.5 s, 1 s, 2 s
+_CHUNK = 1 << 20
+_GZIP = b"\x1f\x8b"
+# Failures that another try cannot mend.
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+_NO_LISTING = ("http", "https")
+_GLOB_CHARS = frozenset("*?[")
+
+
+def is_remote(path: str) -> bool:
+    """Whether `path` is read here (a URL, or `-` for stdin) rather than as a local file."""
+    return path == STDIN or "://" in path
+
+
+def url_name(url: str) -> str:
+    """The path part of a URL (no query or fragment), whose suffix names the input's kind."""
+    return urlsplit(url).path
+
+
+def expand_remote(url: str, error: Callable[[str], Exception]) -> list[str]:
+    """The URL itself, or the sorted matches of a glob on a store that can list (s3, gs).
+
+    HTTP has no listing, so a glob there is refused with `error` (the caller's InputError):
+    a paths file is how a published crawl names its files.
+    """
+    if url == STDIN or not (_GLOB_CHARS & set(url_name(url))):
+        return [url]
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in _NO_LISTING:
+        raise error(
+            f"{url}: a glob is not possible over {scheme}:// (HTTP cannot list files);"
+            " name the files, or give a paths file"
+        )
+    try:
+        fs, pattern = fsspec.core.url_to_fs(url)
+        matches = sorted(fs.glob(pattern))
+    except Exception as exc:  # the store's own error, in one line
+        raise error(f"{url}: cannot list: {short_error(exc)}") from None
+    if not matches:
+        raise error(f"{url}: pattern matches no files")
+    return [fs.unstrip_protocol(m) for m in matches]
+
+
+def _open_url(url: str) -> Any:
+    """An fsspec file on `url`; HTTP is streamed (no HEAD, no ranges) as one GET."""
+    fs, path = fsspec.core.url_to_fs(url)
+    if urlsplit(url).scheme.lower() in _NO_LISTING:
+        return fs.open(path, "rb", block_size=0)
+    return fs.open(path, "rb")
+
+
+class _Counting:
+    """A byte stream seen through `read` and a `tell` that counts what was read: FastWARC
+    asks for both, and a pipe or an HTTP stream has no `tell` of its own."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._read(size if size and size > 0 else _CHUNK)
+        self.pos += len(data)
+        return data
+
+    def _read(self, size: int) -> bytes:
+        return bytes(self.inner.read(size))
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def close(self) -> None:
+        if self.inner is not None:
+            with contextlib.suppress(Exception):  # closing a broken connection may fail too
+                self.inner.close()
+            self.inner = None
+
+    @property
+    def closed(self) -> bool:
+        return self.inner is None
+
+    def __enter__(self) -> _Counting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RetryingReader(_Counting):
+    """A URL read front to back; a failed fetch or read is retried (`RETRIES`, with backoff)
+    on a fresh connection that skips to where the last one broke. Raises OSError when the
+    tries are spent, FileNotFoundError (and the like) at once."""
+
+    def __init__(self, url: str, opener: Callable[[str], Any] = _open_url) -> None:
+        super().__init__(None)
+        self.url = url
+        self.opener = opener
+        self._retrying(lambda _f: None)  # the first fetch: a missing file fails here
+
+    def _read(self, size: int) -> bytes:
+        return self._retrying(lambda f: bytes(f.read(size)))
+
+    def _retrying(self, action: Callable[[Any], Any]) -> Any:
+        failures = 0
+        while True:
+            try:
+                if self.inner is None:
+                    self.inner = self._reopened()
+                return action(self.inner)
+            except _PERMANENT:
+                self.close()
+                raise
+            except Exception as exc:  # aiohttp, botocore ... raise their own
+                self.close()
+                failures += 1
+                if failures > RETRIES:
+                    raise OSError(f"fetch failed {failures} times: {short_error(exc)}") from exc
+                time.sleep(BACKOFF_S * 2 ** (failures - 1))
+
+    def _reopened(self) -> Any:
+        """A fresh file on the URL, at the byte the last one stopped at."""
+        fh = self.opener(self.url)
+        todo = self.pos
+        while todo > 0:  # no seek: the server need not serve ranges
+            got = len(fh.read(min(todo, _CHUNK)))
+            if got == 0:
+                raise OSError("the file is shorter than before")
+            todo -= got
+        return fh
+
+    def close(self) -> None:
+        if self.inner is not None:
+            _Counting.close(self)
+
+
+def fetch_head(url: str, size: int = 1 << 16) -> bytes:
+    """Up to `size` leading bytes of a URL or of stdin (left unread there), gunzipped."""
+    if url == STDIN:
+        data = sys.stdin.buffer.peek(size)[:size]
+    else:
+        reader = RetryingReader(url)
+        try:
+            data = reader.read(size)
+        finally:
+            reader.close()
+    if data.startswith(_GZIP):
+        try:
+            return zlib.decompressobj(31).decompress(data, size)
+        except zlib.error:
+            return b""
+    return data
+
+
+def iter_remote(
+    url: str, kind: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+) -> Iterator[RawRecord]:
+    """Every record of a URL (or of stdin) of the given kind, in order; never raises."""
+    if kind == "parquet" and url != STDIN:
+        yield from _parquet_records(url, max_payload_bytes)
+        return
+    if kind not in ("warc", "jsonl"):
+        reason = f"cannot read {kind} input from {'stdin' if url == STDIN else 'a URL'}"
+        yield RawRecord(url, 0, "file", skipped_reason=reason)
+        return
+    try:
+        stream: _Counting = _Counting(sys.stdin.buffer) if url == STDIN else RetryingReader(url)
+    except Exception as exc:  # any failed fetch is this input's one row
+        yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc)}")
+        return
+    try:
+        if kind == "warc":
+            yield from _warc_records(url, stream, max_payload_bytes)
+        else:
+            yield from iter_jsonl_stream(url, _maybe_gunzip(url, stream), max_payload_bytes)
+    finally:
+        if url != STDIN:
+            stream.close()
+
+
+def _parquet_records(url: str, cap: int) -> Iterator[RawRecord]:
+    """Parquet keeps its index at the end, so it is read in byte ranges, not streamed."""
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+        fh = fs.open(path, "rb")
+    except Exception as exc:  # any failed fetch is this input's one row
+        yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc)}")
+        return
+    with fh:
+        yield from iter_parquet(url, cap, source=fh)
+
+
+def fetch_reason(exc: BaseException) -> str:
+    """A failed fetch in a few words: a missing file says so."""
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return short_error(exc)
+
+
+def _maybe_gunzip(url: str, stream: _Counting) -> Any:
+    """The stream itself, or gunzipped when the name or the first bytes say gzip."""
+    head = sys.stdin.buffer.peek(2)[:2] if url == STDIN else b""
+    if url_name(url).endswith(".gz") or head == _GZIP:
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[arg-type]
+    return stream
+
+
+def _warc_records(url: str, stream: _Counting, cap: int) -> Iterator[RawRecord]:
+    """FastWARC over the stream (it finds gzip or zstd itself); damage or a fetch that
+    cannot be mended ends the file with one row, since a stream cannot be resynced."""
+    records = ArchiveIterator(
+        stream,
+        parse_http=True,
+        record_types=WarcRecordType.any_type,
+        quirks_mode=True,
+        auto_decode="none",
+        stream_detect=True,
+    )
+    last = 0
+    try:
+        for rec in records:
+            last = rec.stream_pos
+            yield to_raw_record(rec, url, rec.stream_pos, cap)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # FastWARC (a Rust panic is no Exception)
+        reason = f"unreadable record: {short_error(exc)}; rest skipped"
+        yield RawRecord(url, last + 1, "unknown", skipped_reason=reason)
+
+
+__all__ = [
+    "STDIN",
+    "RetryingReader",
+    "expand_remote",
+    "fetch_head",
+    "is_remote",
+    "iter_remote",
+    "url_name",
+]

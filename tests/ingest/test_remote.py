@@ -1,0 +1,292 @@
+"""Inputs where the data lives (ingest/remote.py, ingest/paths_file.py), against real servers
+on loopback: an `http.server` serving a temporary folder, and moto's S3 in server mode."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO, ClassVar
+
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from neardup.ingest import InputError, iter_records
+from neardup.ingest.paths_file import (
+    PathsFileError,
+    join_base,
+    read_paths_file,
+    resolve_inputs,
+    select,
+)
+from neardup.pipeline.scan import scan
+from neardup.store import open_run
+
+pytestmark = pytest.mark.timeout(180)
+_REQUEST_TYPE = "application/http; msgtype=request"
+_BODY = "<html><body><h1>{title}</h1><p>{text}</p></body></html>"
+
+
+def write_warc(path: Path, site: str, pages: int = 4) -> None:
+    """A request-first WARC, as crawlers write them: a request, then its response."""
+    buf = io.BytesIO()
+    writer = WARCWriter(buf, gzip=True)
+    for i in range(pages):
+        url = f"http://{site}/page{i}.html"
+        request = io.BytesIO(f"GET /page{i}.html HTTP/1.1\r\nHost: {site}\r\n\r\n".encode())
+        writer.write_record(
+            writer.create_warc_record(
+                url,
+                "request",
+                payload=request,
+                warc_content_type="application/http; msgtype=request",
+            )
+        )
+        words = " ".join(f"word{(i * 7 + k) % 50}" for k in range(120))
+        body = _BODY.format(title=f"{site} {i}", text=words).encode()
+        status = "404 Not Found" if i == pages - 1 else "200 OK"
+        http = StatusAndHeaders(status, [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        writer.write_record(
+            writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http)
+        )
+    path.write_bytes(buf.getvalue())
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Serves the folder; a path in `break_once` gets half its body and a dropped
+    connection on its first GET, as a flaky server or network does."""
+
+    break_once: ClassVar[set[str]] = set()
+    drop_once: ClassVar[set[str]] = set()
+    break_always: ClassVar[set[str]] = set()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path in self.drop_once:  # no answer at all: the connection just closes
+            self.drop_once.discard(self.path)
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        if self.path in self.break_once or self.path in self.break_always:
+            self.break_once.discard(self.path)
+            data = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        super().do_GET()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A folder with three WARCs and its URL on a real HTTP server on loopback."""
+    root = tmp_path_factory.mktemp("served")
+    for name in ("a", "b", "c"):
+        write_warc(root / f"{name}.warc.gz", f"{name}.example")
+    handler = partial(_Handler, directory=str(root))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def s3(served: tuple[Path, str]) -> Iterator[str]:
+    """moto's S3 on loopback with bucket `crawl` holding a.warc.gz and b.warc.gz."""
+    boto3 = pytest.importorskip("boto3")
+    moto_server = pytest.importorskip("moto.server")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket="crawl")
+        for name in ("a", "b"):
+            client.put_object(
+                Bucket="crawl",
+                Key=f"data/{name}.warc.gz",
+                Body=(served[0] / f"{name}.warc.gz").read_bytes(),
+            )
+        yield "s3://crawl/data/"
+    server.stop()
+
+
+def neardup(*args: str, stdin: IO[bytes] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line in a child process, as a user runs it."""
+    command = [sys.executable, "-m", "neardup.cli.main", *args]
+    return subprocess.run(command, stdin=stdin, capture_output=True, text=True, timeout=120)
+
+
+def page_rows(run: Path) -> list[tuple]:
+    con = open_run(run)
+    try:
+        return con.execute(
+            "SELECT url, status, skipped_reason FROM pages ORDER BY doc_id"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def record_rows(paths: list[str]) -> list[tuple]:
+    return [(r.url, r.status, r.skipped_reason) for r in iter_records(paths)]
+
+
+def test_http_stdin_and_s3_give_the_rows_of_the_local_file(served, s3, tmp_path):
+    root, base = served
+    local = page_rows(scan([str(root / "a.warc.gz")], tmp_path / "local", workers=1).path)
+    assert len(local) == 8 and local[1][:2] == ("http://a.example/page0.html", 200)
+    assert page_rows(scan([base + "a.warc.gz"], tmp_path / "http", workers=1).path) == local
+    assert page_rows(scan([s3 + "a.warc.gz"], tmp_path / "s3", workers=1).path) == local
+    with open(root / "a.warc.gz", "rb") as stdin:
+        proc = neardup("scan", "-", "--out", str(tmp_path / "in"), "-q", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert page_rows(tmp_path / "in") == local
+
+
+def test_glob_over_s3_works_over_http_is_refused(served, s3):
+    root, base = served
+    both = record_rows([s3 + "*.warc.gz"])
+    assert both == record_rows([str(root / "a.warc.gz"), str(root / "b.warc.gz")])
+    assert {r.source for r in iter_records([s3 + "*.warc.gz"])} == {
+        s3 + "a.warc.gz",
+        s3 + "b.warc.gz",
+    }
+    with pytest.raises(InputError, match="glob is not possible over http"):
+        iter_records([base + "*.warc.gz"])
+
+
+def test_a_missing_url_is_one_row_and_the_rest_is_read(served):
+    root, base = served
+    rows = record_rows([base + "gone.warc.gz", base + "b.warc.gz"])
+    assert rows[0] == (None, None, "cannot fetch: not found")
+    assert rows[1:] == record_rows([str(root / "b.warc.gz")])
+
+
+def test_a_broken_connection_is_retried(served):
+    root, base = served
+    _Handler.break_once.add("/c.warc.gz")
+    rows = record_rows([base + "c.warc.gz"])
+    assert "/c.warc.gz" not in _Handler.break_once  # the first GET did break
+    assert rows == record_rows([str(root / "c.warc.gz")])
+    _Handler.drop_once.add("/c.warc.gz")
+    assert record_rows([base + "c.warc.gz"]) == rows
+    assert "/c.warc.gz" not in _Handler.drop_once
+
+
+def test_a_fetch_that_keeps_breaking_ends_its_file_with_one_row(served):
+    root, base = served
+    (root / "d.warc.gz").write_bytes((root / "a.warc.gz").read_bytes())
+    _Handler.break_always.add("/d.warc.gz")
+    try:
+        rows = record_rows([base + "d.warc.gz", base + "b.warc.gz"])
+    finally:
+        _Handler.break_always.discard("/d.warc.gz")
+    whole = record_rows([str(root / "a.warc.gz")])
+    cut = rows.index(next(r for r in rows if (r[2] or "").startswith("unreadable record")))
+    assert 0 < cut < len(whole)
+    assert rows[:cut] == whole[:cut]  # what came before the break is kept
+    assert "fetch failed 5 times" in rows[cut][2] and rows[cut][2].endswith("rest skipped")
+    assert rows[cut + 1 :] == record_rows([str(root / "b.warc.gz")])  # and the scan goes on
+
+
+def _paths_file(path: Path, entries: list[str]) -> Path:
+    path.write_bytes(gzip.compress("".join(e + "\n" for e in entries).encode()))
+    return path
+
+
+def test_paths_file_sample_and_shard_are_deterministic(served, tmp_path):
+    root, base = served
+    listing = _paths_file(tmp_path / "warc.paths.gz", ["a.warc.gz", "b.warc.gz", "c.warc.gz"])
+    every = read_paths_file(str(listing), base)
+    assert every == [f"{base}{n}.warc.gz" for n in ("a", "b", "c")]
+    sample = resolve_inputs([str(listing)], base, sample=2)
+    assert len(sample) == 2 and set(sample) <= set(every)
+    assert sample == resolve_inputs([str(listing)], base, sample=2)  # the same on every run
+    assert sample == [e for e in every if e in sample]  # in list order
+    assert resolve_inputs([str(listing)], base, shard="1/2") == [every[1]]
+    assert resolve_inputs([str(listing)], base, shard="0/2") == [every[0], every[2]]
+    assert join_base(select(["a.warc.gz", "b.warc.gz", "c.warc.gz"], 2, "0/2"), base) == [sample[0]]
+    rows = record_rows(resolve_inputs([str(listing)], base, shard="1/2"))
+    assert rows == record_rows([str(root / "b.warc.gz")])
+    with pytest.raises(PathsFileError, match="shard"):
+        resolve_inputs([str(listing)], base, shard="2/2")
+    with pytest.raises(PathsFileError, match="paths file"):
+        resolve_inputs([str(root / "a.warc.gz")], base, sample=1)
+
+
+def test_paths_file_over_http_through_the_cli(served, tmp_path):
+    root, base = served
+    _paths_file(root / "warc.paths.gz", ["a.warc.gz", "b.warc.gz", "c.warc.gz"])
+    out = tmp_path / "run"
+    args = ["scan", base + "warc.paths.gz", "--paths-base", base, "--shard", "1/2"]
+    proc = neardup(*args, "--out", str(out), "--workers", "1", "--quiet")
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    local = page_rows(scan([str(root / "b.warc.gz")], tmp_path / "b", workers=1).path)
+    assert page_rows(out) == local
+
+
+def test_dedup_refuses_a_url(served, tmp_path):
+    _, base = served
+    proc = neardup("dedup", base + "a.warc.gz", "--out", str(tmp_path / "clean"))
+    assert proc.returncode == 2
+    assert "dedup reads local files only" in proc.stdout + proc.stderr
+
+
+def test_jsonl_from_stdin_and_http_gives_the_rows_of_the_file(served, tmp_path):
+    root, base = served
+    rows = [{"url": f"http://j.example/{i}", "text": f"some words number {i}"} for i in range(3)]
+    lines = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    (root / "t.jsonl.gz").write_bytes(gzip.compress(lines))
+    local = record_rows([str(root / "t.jsonl.gz")])
+    assert [r[0] for r in local] == [r["url"] for r in rows]
+    assert record_rows([base + "t.jsonl.gz"]) == local
+    script = (
+        "from neardup.ingest import iter_records\n"
+        "print([(r.url, r.status, r.skipped_reason) for r in iter_records(['-'])])"
+    )
+    with open(root / "t.jsonl.gz", "rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True, timeout=60
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == repr(local)
+
+
+def test_parquet_over_http_is_read_in_ranges(served):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    root, base = served
+    table = pa.table({"url": ["http://p.example/1", "http://p.example/2"], "text": ["a b", "c"]})
+    pq.write_table(table, root / "t.parquet")
+    local = record_rows([str(root / "t.parquet")])
+    assert len(local) == 2
+    assert record_rows([base + "t.parquet"]) == local
+    assert record_rows([base + "gone.parquet"]) == [(None, None, "cannot fetch: not found")]
