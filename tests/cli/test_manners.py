@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -122,3 +123,21 @@ def test_link_graph_tables_to_a_pipe_are_whole_rows(demo_run, tmp_path) -> None:
         cols = {"mirrors": (0, 1), "avoid-list": (0, 2)}[command]
         got = [tuple(line.split("\t")[c] for c in cols) for line in lines[1:]]
         assert got == expected
+
+
+def test_every_writing_command_speaks_json(demo_crawl, demo_run, tmp_path) -> None:
+    """dedup, report, demo-crawl and crawl print what they wrote as JSON with --json."""
+    code, out = _run("dedup", "--run", str(demo_run.path), "--out", str(tmp_path / "c"), "--json")
+    assert code == 0
+    done = json.loads(out)
+    assert done["kept"] + done["removed"] > 0
+    assert all(Path(p).is_file() for p in done["files"].values())
+    code, out = _run(
+        "report", str(demo_run.path), "-o", str(tmp_path / "r.html"), "--no-avoid", "--json"
+    )
+    assert code == 0 and json.loads(out)["bytes"] == (tmp_path / "r.html").stat().st_size
+    code, out = _run("demo-crawl", str(tmp_path / "d"), "--pages", "30", "--json")
+    assert code == 0 and all(Path(p).is_file() for p in json.loads(out)["warc_files"])
+    args = ["crawl", str(demo_crawl.warc_paths[0]), "--label", "w1", "--store"]
+    code, out = _run(*args, str(tmp_path / "s"), "--json")
+    assert code == 0 and json.loads(out)["label"] == "w1"

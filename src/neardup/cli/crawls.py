@@ -16,9 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from neardup.cli.output import fail, out_console
+from neardup.cli.output import emit_table, fail, out_console
 from neardup.config import Settings, SettingsError
 from neardup.crawls.cross_crawl import cross_crawl_clusters
 from neardup.crawls.evolution import evolution
@@ -42,14 +41,11 @@ ERRORS = (
 )
 
 
-def _print_table(title: str, table: pa.Table) -> None:
-    """An Arrow table as a rich table (floats to three places)."""
-    out = Table(title=title)
-    for name in table.column_names:
-        out.add_column(name)
-    for row in table.to_pylist():
-        out.add_row(*(f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row.values()))
-    out_console.print(out)
+def _print_table(title: str, table: pa.Table, several: bool = False) -> None:
+    """An Arrow table as rows (floats to three places on a terminal, complete on a pipe)."""
+    rows = [list(row.values()) for row in table.to_pylist()]
+    shown = [[f"{v:.3f}" if isinstance(v, float) else v for v in row] for row in rows]
+    emit_table(title, table.column_names, rows, terminal_rows=shown, title_on_pipe=several)
 
 
 def _clusters_spanning_crawls(table: pa.Table) -> int:
@@ -89,6 +85,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int | None, typer.Option(min=1, help="worker processes")] = None,
         base_url: Annotated[str | None, typer.Option(help="base URL of an HTML folder")] = None,
         force: Annotated[bool, typer.Option(help="replace a crawl of the same label")] = False,
+        json_out: JsonOpt = False,
     ) -> None:
         """Scan INPUTS as crawl LABEL of a store (store/crawls/LABEL, listed in crawls.json)."""
         try:
@@ -101,6 +98,9 @@ def register(app: typer.Typer) -> None:
         except ERRORS as err:
             fail(str(err))
         s = result.summary
+        if json_out:
+            out_console.print_json(json.dumps({"label": label, "path": str(result.path), **s}))
+            return
         out_console.print(
             f"crawl {escape(label)}: {s.get('records', '?')} records, {s.get('sketched', '?')} "
             f"compared, {s.get('clusters', '?')} clusters -> {escape(str(result.path))}"
@@ -131,10 +131,14 @@ def register(app: typer.Typer) -> None:
             return
         for flag, name in _comparison_kinds(result.phi_psi_summary):
             summary = _kind(result.phi_psi_summary, flag)
-            _print_table(f"Φ and Ψ by cluster size in crawl m{name}", summary)
-            _print_table(f"Hosts in the same number of clusters{name}", _kind(result.hosts, flag))
+            _print_table(f"Φ and Ψ by cluster size in crawl m{name}", summary, several=True)
+            _print_table(
+                f"Hosts in the same number of clusters{name}",
+                _kind(result.hosts, flag),
+                several=True,
+            )
             changes = _kind(result.change_summary, flag)
-            _print_table(f"Page change by cluster size in crawl m{name}", changes)
+            _print_table(f"Page change by cluster size in crawl m{name}", changes, several=True)
         out_console.print(
             f"clusters across crawls: {spanning:,} clusters hold pages of two or more crawls "
             f"(cross_clusters.parquet)"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,9 @@ def demo_crawl_command(
     force: Annotated[
         bool, typer.Option(help="replace an earlier demo crawl in OUT (never other files)")
     ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print what was written as JSON")
+    ] = False,
 ) -> None:
     """Generate a realistic multi-host crawl offline (mirrors, stale and partial copies,
     aliases, unrelated pages, redirects, errors, revisits), with its ground truth."""
@@ -28,6 +32,11 @@ def demo_crawl_command(
         crawl = generate_demo_crawl(out, n_docs=pages, seed=seed, force=force)
     except (OutputError, ValueError) as err:
         fail(str(err))
+    if json_out:
+        files = [str(p) for p in crawl.warc_paths]
+        payload = {"out": str(out), "warc_records": crawl.warc_records, "warc_files": files}
+        out_console.print_json(json.dumps({**payload, "truth": str(out / "truth.csv")}))
+        return
     out_console.print(
         f"wrote {crawl.warc_records:,} WARC records in {len(crawl.warc_paths)} files under "
         f"{out / 'warc'} ({crawl.seconds:.1f}s); truth in {out / 'truth.csv'}"

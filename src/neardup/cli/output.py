@@ -49,13 +49,17 @@ def emit_table(
     rows: list[list[object]],
     right: frozenset[str] = frozenset(),
     terminal_rows: list[list[str]] | None = None,
+    title_on_pipe: bool = False,
 ) -> None:
     """Print result rows: a Rich table on a terminal; elsewhere (a pipe, a file) plain
     tab-separated lines, a header line first, every value complete and never wrapped, so
     `grep`, `cut` and `sort` see whole URLs. `terminal_rows`, when given, are the formatted
-    cells for the terminal (thousands separators and the like); `rows` hold the raw values."""
+    cells for the terminal (thousands separators and the like); `rows` hold the raw values.
+    A command that prints several tables sets `title_on_pipe`: each block then starts with a
+    `# title` line, which TSV readers skip as a comment."""
     if not to_terminal():
-        lines = ["\t".join(c.replace(" ", "_") for c in columns)]
+        lines = [f"# {title}"] if title_on_pipe else []
+        lines.append("\t".join(c.replace(" ", "_") for c in columns))
         lines += ["\t".join(_cell(v) for v in row) for row in rows]
         print("\n".join(lines), flush=True)
         return

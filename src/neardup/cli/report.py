@@ -7,6 +7,7 @@ inside the commands so the rest of the CLI starts fast.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -51,6 +52,9 @@ def report_command(
     force: Annotated[
         bool, typer.Option(help="replace an earlier neardup report (never another file)")
     ] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print what was written as JSON")
+    ] = False,
 ) -> None:
     """Write an HTML report of RUN: replication, cluster sizes, collections, mirrors,
     thresholds and savings, in one offline file."""
@@ -60,6 +64,9 @@ def report_command(
         path = write_report(run, out, top=top, with_avoid=avoid, force=force)
     except (RunError, OutputError) as err:
         fail(str(err))
+    if json_out:
+        out_console.print_json(json.dumps({"path": str(path), "bytes": path.stat().st_size}))
+        return
     out_console.print(f"wrote {path} ({path.stat().st_size / 1e3:,.0f} kB)", highlight=False)
 
 

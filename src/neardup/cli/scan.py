@@ -339,6 +339,7 @@ def dedup_command(
         bool, typer.Option(help="replace an earlier dedup output in OUT (never other files)")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
 ) -> None:
     """Write INPUTS without their non-representative near-duplicates, plus keep/remove lists."""
     try:
@@ -369,18 +370,29 @@ def dedup_command(
         fail(str(err), code=1)
     except SCAN_ERRORS as err:
         fail(str(err))
-    table = Table(title=f"neardup dedup → {out}", show_header=False, title_justify="left")
-    table.add_column("what", overflow="fold")
-    table.add_column("value", overflow="fold")
-    table.add_row("pages kept", f"{result.kept:,}")
-    table.add_row("pages removed (near-duplicates)", f"{result.removed:,}")
-    table.add_row("companion records removed", f"{result.companions_removed:,}")
-    for src, dst in result.files.items():
-        table.add_row(f"  {src}", dst)
-    for src, why in result.not_written.items():
-        table.add_row(f"  [red]not written[/] {src}", why)
-    table.add_row("lists", "keep_urls.txt, remove_urls.txt, kept.parquet, removed.parquet")
-    out_console.print(table)
+    if json_out:
+        out_console.print_json(
+            json.dumps(
+                {
+                    "out": str(out),
+                    "kept": result.kept,
+                    "removed": result.removed,
+                    "companions_removed": result.companions_removed,
+                    "files": result.files,
+                    "not_written": result.not_written,
+                }
+            )
+        )
+    else:
+        rows: list[list[object]] = [
+            ["pages kept", result.kept],
+            ["pages removed (near-duplicates)", result.removed],
+            ["companion records removed", result.companions_removed],
+            *([f"written: {src}", dst] for src, dst in result.files.items()),
+            *([f"not written: {src}", why] for src, why in result.not_written.items()),
+            ["lists", "keep_urls.txt, remove_urls.txt, kept.parquet, removed.parquet"],
+        ]
+        emit_table(f"neardup dedup → {out}", ["what", "value"], rows)
     if result.not_written:
         raise typer.Exit(1)
 
