@@ -141,3 +141,29 @@ def test_every_writing_command_speaks_json(demo_crawl, demo_run, tmp_path) -> No
     args = ["crawl", str(demo_crawl.warc_paths[0]), "--label", "w1", "--store"]
     code, out = _run(*args, str(tmp_path / "s"), "--json")
     assert code == 0 and json.loads(out)["label"] == "w1"
+
+
+def test_nothing_usable_names_each_file_and_its_reason(tmp_path) -> None:
+    noise = tmp_path / "noise.warc.gz"
+    noise.write_bytes(bytes(range(256)) * 20)
+    empty = tmp_path / "empty.warc.gz"
+    empty.write_bytes(b"")
+    code, out = _run("scan", str(noise), str(empty), "--out", str(tmp_path / "r"), "-q")
+    assert code == 1
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: no usable page")
+    assert "noise.warc.gz: 1 record(s)" in out and "empty.warc.gz: 1 record(s)" in out
+
+
+def test_ui_and_serve_on_a_busy_port_say_so_before_announcing(demo_run, tmp_path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        for args in (["ui", str(demo_run.path)], ["serve", str(tmp_path / "idx")]):
+            code, out = _run(*args, "--port", port)
+            assert code == 2, out
+            assert f"cannot listen on 127.0.0.1:{port}" in out
+            assert "on http://" not in out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 from typing import Annotated, Any
 
@@ -58,6 +59,23 @@ def rate_or_none(rate: str) -> str | None:
         return check_rate(rate)
     except ValueError as err:
         fail(f"--rate-limit {rate!r}: {err}")
+
+
+def check_port(host: str, port: int) -> None:
+    """Stop with one line when the address is taken, before anything announces it: a server
+    that says where it listens and then dies on the bind misleads whoever reads the first
+    line."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as err:
+        fail(f"--host {host}: {err.strerror or err}")
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as err:
+            fail(f"cannot listen on {host}:{port}: {err.strerror or err}; choose another --port")
 
 
 def run_server(app: Any, host: str, port: int, token: str | None, access_log: bool) -> None:

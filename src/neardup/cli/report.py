@@ -20,6 +20,7 @@ from neardup.cli.door import (
     RateOpt,
     TokenFileOpt,
     TokenOpt,
+    check_port,
     rate_or_none,
     resolve_token,
     run_server,
@@ -101,6 +102,7 @@ def ui_command(
         )
     except RunError as err:
         fail(str(err))
+    check_port(host, port)
     console.print(f"neardup ui on http://{host}:{port}/ (Ctrl-C to stop)", highlight=False)
     run_server(app, host, port, secret, access_log)
 

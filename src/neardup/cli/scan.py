@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from neardup.cli.output import emit_table, fail, out_console, to_terminal
+from neardup.cli.output import emit_table, fail, out_console
 from neardup.cli.progress import RichProgress
 from neardup.cli.scan_options import (
     SCAN_ERRORS,
@@ -51,59 +50,11 @@ from neardup.cli.scan_options import (
     refuse_remote_dedup,
     resolve_inputs_or_fail,
 )
+from neardup.cli.summary import print_summary, why_nothing
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
 from neardup.pipeline.scan import EmptyScanError, scan
 from neardup.store import RunError, load_settings, load_summary, open_run
-
-
-def _print_summary(summary: dict[str, Any], path: Path) -> None:
-    if not to_terminal():  # a pipe or a file: one `key<TAB>value` line per figure, raw
-        flat = {k: v for k, v in summary.items() if not isinstance(v, dict | list)}
-        for group in ("skipped_by_reason", "stage_seconds"):
-            flat.update({f"{group}.{k}": v for k, v in summary.get(group, {}).items()})
-        print("\n".join(f"{k}\t{v}" for k, v in sorted(flat.items())), flush=True)
-        return
-    _print_summary_table(summary, path)
-
-
-def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
-    sketched = summary["sketched"] or 0
-    table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    table.add_row("records read", f"{summary['records']:,}")
-    table.add_row("pages sketched", f"{sketched:,}")
-    for reason, count in summary.get("skipped_by_reason", {}).items():
-        table.add_row(f"  skipped: {reason}", f"{count:,}")
-    table.add_row("exact duplicates (same payload)", f"{sketched - summary['distinct_payloads']:,}")
-    table.add_row("lexically equivalent (same words)", f"{sketched - summary['distinct_texts']:,}")
-    table.add_row("shingle-equivalent", f"{sketched - summary['distinct_shingle_sets']:,}")
-    table.add_row(
-        "candidate pairs / verified",
-        f"{summary['candidate_pairs']:,} / {summary['verified_pairs']:,}",
-    )
-    if summary.get("containment_pairs") is not None:
-        table.add_row("contained-in pairs", f"{summary['containment_pairs']:,}")
-    stats = summary.get("method_stats") or {}
-    if "false_positives" in stats and stats.get("join") == "iceberg":
-        table.add_row(
-            "iceberg: rows / candidates / false positives",
-            f"{stats['materialised_rows']:,} / {stats['candidates']:,} / "
-            f"{stats['false_positives']:,}",
-        )
-    table.add_row("near-duplicate clusters (size ≥ 2)", f"{summary['clusters']:,}")
-    table.add_row("pages in those clusters", f"{summary['pages_in_clusters']:,}")
-    share = summary["duplicates"] / sketched if sketched else 0.0
-    table.add_row("duplicates (not representatives)", f"{summary['duplicates']:,} ({share:.1%})")
-    table.add_row("largest cluster", f"{summary['largest_cluster']:,}")
-    stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.get("stage_seconds", {}).items())
-    table.add_row("time per stage", stages)
-    rate = summary.get("records_per_second")
-    table.add_row(
-        "total", f"{summary['elapsed_seconds']:.1f}s ({rate:,.0f} records/s)" if rate else ""
-    )
-    out_console.print(table)
 
 
 def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
@@ -253,10 +204,10 @@ def scan_command(
         summary = _add_crawl(inputs, out, crawl, settings, workers, base_url, force)
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))
-    else:
-        _print_summary(summary, out)
+    elif summary["sketched"]:
+        print_summary(summary, out)
     if summary["sketched"] == 0:
-        fail("no usable page could be read from the input", code=1)
+        fail(f"no usable page could be read from the input: {why_nothing(out)}", code=1)
 
 
 def summary_command(
@@ -271,7 +222,7 @@ def summary_command(
     if json_out:
         out_console.print_json(json.dumps(summary, default=str))
     else:
-        _print_summary(summary, run)
+        print_summary(summary, run)
 
 
 CLUSTER_COLUMNS = ["cluster", "pages", "hosts", "texts", "min sim", "url", "title"]

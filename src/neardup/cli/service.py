@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from neardup.cli.output import require_extra
 
         require_extra("service", "serve", "fastapi", "uvicorn")
-        from neardup.cli.door import rate_or_none, resolve_token, run_server
+        from neardup.cli.door import check_port, rate_or_none, resolve_token, run_server
         from neardup.service.api import create_service_app
         from neardup.service.door import allowed_hosts
 
@@ -51,6 +51,7 @@ def register(app: typer.Typer) -> None:
             rate=rate_or_none(rate_limit),
             access_log=access_log,
         )
+        check_port(host, port)
         run_server(app_, host, port, secret, access_log)
 
     @app.command("add")

@@ -54,9 +54,11 @@ def to_svg(fig: Figure) -> str:
 
 
 def _plain_log_ticks(ax: Any) -> None:
-    """Log axes labelled 1, 2, 10, 100 rather than 2×10⁰: sizes are counts of pages."""
+    """Log axes labelled 1, 2, 5, 10, 20, ... rather than 2×10⁰: sizes are counts of pages, and
+    a crawl whose clusters are all under 10 pages still gets more than one labelled tick."""
     fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
     for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(fmt)
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 

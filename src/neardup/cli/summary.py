@@ -1,0 +1,79 @@
+"""The end-of-scan summary, for people (a table) and for scripts (`key<TAB>value` lines),
+and the one line that says why a scan found nothing to compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from neardup.cli.output import out_console, to_terminal
+from neardup.store import RunError, open_run
+
+
+def print_summary(summary: dict[str, Any], path: Path) -> None:
+    if not to_terminal():  # a pipe or a file: one `key<TAB>value` line per figure, raw
+        flat = {k: v for k, v in summary.items() if not isinstance(v, dict | list)}
+        for group in ("skipped_by_reason", "stage_seconds"):
+            flat.update({f"{group}.{k}": v for k, v in summary.get(group, {}).items()})
+        print("\n".join(f"{k}\t{v}" for k, v in sorted(flat.items())), flush=True)
+        return
+    _print_summary_table(summary, path)
+
+
+def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
+    sketched = summary["sketched"] or 0
+    table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_row("records read", f"{summary['records']:,}")
+    table.add_row("pages sketched", f"{sketched:,}")
+    for reason, count in summary.get("skipped_by_reason", {}).items():
+        table.add_row(f"  skipped: {reason}", f"{count:,}")
+    table.add_row("exact duplicates (same payload)", f"{sketched - summary['distinct_payloads']:,}")
+    table.add_row("lexically equivalent (same words)", f"{sketched - summary['distinct_texts']:,}")
+    table.add_row("shingle-equivalent", f"{sketched - summary['distinct_shingle_sets']:,}")
+    table.add_row(
+        "candidate pairs / verified",
+        f"{summary['candidate_pairs']:,} / {summary['verified_pairs']:,}",
+    )
+    if summary.get("containment_pairs") is not None:
+        table.add_row("contained-in pairs", f"{summary['containment_pairs']:,}")
+    stats = summary.get("method_stats") or {}
+    if "false_positives" in stats and stats.get("join") == "iceberg":
+        table.add_row(
+            "iceberg: rows / candidates / false positives",
+            f"{stats['materialised_rows']:,} / {stats['candidates']:,} / "
+            f"{stats['false_positives']:,}",
+        )
+    table.add_row("near-duplicate clusters (size ≥ 2)", f"{summary['clusters']:,}")
+    table.add_row("pages in those clusters", f"{summary['pages_in_clusters']:,}")
+    share = summary["duplicates"] / sketched if sketched else 0.0
+    table.add_row("duplicates (not representatives)", f"{summary['duplicates']:,} ({share:.1%})")
+    table.add_row("largest cluster", f"{summary['largest_cluster']:,}")
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.get("stage_seconds", {}).items())
+    table.add_row("time per stage", stages)
+    rate = summary.get("records_per_second")
+    table.add_row(
+        "total", f"{summary['elapsed_seconds']:.1f}s ({rate:,.0f} records/s)" if rate else ""
+    )
+    out_console.print(table)
+
+
+def why_nothing(run: Path) -> str:
+    """Each input's most common skip reason, naming the file: what a user needs to see when
+    a scan found nothing to compare (the rows themselves are in the run's `pages`)."""
+    try:
+        con = open_run(run)
+    except RunError:
+        return "see the run's pages table"
+    try:
+        rows = con.execute(
+            "SELECT source, arg_max(skipped_reason, n), sum(n) FROM ("
+            "  SELECT source, skipped_reason, count(*) AS n FROM pages GROUP BY ALL"
+            ") GROUP BY source ORDER BY source"
+        ).fetchall()
+    finally:
+        con.close()
+    return "; ".join(f"{src}: {n} record(s), e.g. {why}" for src, why, n in rows) or "no records"
