@@ -99,8 +99,15 @@ def diverse_cluster(run: Path) -> dict:
 def test_api_search_by_text_is_paged(http, ui_run):
     texts = compared_texts(ui_run)
     word = "socket"
-    expected = sorted(d for d, t in texts.items() if word in t.lower())
+    pages = pq.read_table(ui_run / "pages.parquet").to_pylist()
+    where = {r["doc_id"]: ((r["title"] or "").lower(), (r["url"] or "").lower()) for r in pages}
+    # ranked: the word in the title first, then in the URL, then crawl order
+    expected = sorted(
+        (d for d, t in texts.items() if word in t.lower()),
+        key=lambda d: (word not in where[d][0], word not in where[d][1], d),
+    )
     assert len(expected) > PAGE_SIZE  # enough hits for two pages
+    assert word in where[expected[0]][0], "some page has the word in its title"
     first = http.get("/api/search", params={"q": word}).json()
     second = http.get("/api/search", params={"q": word, "page": 2}).json()
     assert first["field"] == "text" and first["has_more"]

@@ -15,6 +15,7 @@ from rich.progress import (
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
 from neardup.cli.output import console
@@ -30,6 +31,7 @@ class RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),  # an ETA where the stage knows its total
             console=console,
             disable=not enabled,
         )

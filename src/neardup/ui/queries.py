@@ -75,9 +75,10 @@ def _like(word: str) -> str:
 def search(cur: duckdb.DuckDBPyConnection, q: str, where: str, limit: int, offset: int) -> Page:
     """Compared pages whose URL or title (`where='url'`) or text (`'text'`) holds every word.
 
-    Text search is ILIKE on `page_text`: no index to build or keep, and on a scan in
-    `doc_id` order it stops once the page is full. A match's snippet is cut around its first
-    word, in SQL, so whole texts never leave DuckDB.
+    Text search is ILIKE on `page_text`: no index to build or keep. Pages whose title holds
+    every word come first, then those whose URL does, then crawl order: someone searching
+    "TarFile" wants the TarFile page before the pages that mention it. A match's snippet is
+    cut around its first word, in SQL, so whole texts never leave DuckDB.
     """
     words = q.split() or [""]
     if where == "url":
@@ -95,6 +96,8 @@ def search(cur: duckdb.DuckDBPyConnection, q: str, where: str, limit: int, offse
         )
     else:
         conds = " AND ".join(["t.text ILIKE ? ESCAPE '\\'"] * len(words))
+        in_title = " AND ".join(["coalesce(p.title, '') ILIKE ? ESCAPE '\\'"] * len(words))
+        in_url = " AND ".join(["p.url ILIKE ? ESCAPE '\\'"] * len(words))
         sql = f"""
             WITH hits AS (
                 SELECT t.doc_id,
@@ -102,12 +105,13 @@ def search(cur: duckdb.DuckDBPyConnection, q: str, where: str, limit: int, offse
                               greatest(1, instr(lower(regexp_replace(t.text, '\\s+', ' ', 'g')),
                                                 lower(?)) - 80), {SNIPPET}) AS snippet
                 FROM page_text AS t WHERE {conds}
-                LIMIT ? OFFSET ?
             )
             SELECT {PAGE_COLUMNS}, h.snippet FROM hits AS h JOIN pages AS p USING (doc_id)
-            ORDER BY p.doc_id
+            ORDER BY ({in_title}) DESC, ({in_url}) DESC, p.doc_id
+            LIMIT ? OFFSET ?
         """
-        rows = fetch(cur, sql, [words[0], *map(_like, words), limit + 1, offset])
+        likes = [_like(w) for w in words]
+        rows = fetch(cur, sql, [words[0], *likes, *likes, *likes, limit + 1, offset])
         page = Page(rows[:limit], offset, limit, len(rows) > limit)
     page.extra = {"q": q, "field": where}
     return page
