@@ -26,12 +26,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import fsspec
-from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.limits import short_error
 from neardup.ingest.record import RawRecord
 from neardup.ingest.tables import iter_jsonl_stream, iter_parquet
+from neardup.ingest.warc_framing import archive_iterator
 from neardup.ingest.warc_reader import to_raw_record
 
 STDIN = "-"
@@ -249,14 +249,7 @@ def _maybe_gunzip(url: str, stream: _Counting) -> Any:
 def _warc_records(url: str, stream: _Counting, cap: int) -> Iterator[RawRecord]:
     """FastWARC over the stream (it finds gzip or zstd itself); damage or a fetch that
     cannot be mended ends the file with one row, since a stream cannot be resynced."""
-    records = ArchiveIterator(
-        stream,
-        parse_http=True,
-        record_types=WarcRecordType.any_type,
-        quirks_mode=True,
-        auto_decode="none",
-        stream_detect=True,
-    )
+    records = archive_iterator(stream)
     last = 0
     try:
         for rec in records:

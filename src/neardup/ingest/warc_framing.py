@@ -14,7 +14,11 @@ import mmap
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
+
+from fastwarc.warc import ArchiveIterator, WarcRecordType
 
 from neardup.ingest.common import GZIP_MEMBER, next_gzip_member
 
@@ -197,28 +201,44 @@ def blank_between(fd: int, start: int, end: int) -> bool:
     return not os.pread(fd, end - start, start).strip(b"\r\n\0 ")
 
 
+class _Stuck(Exception):
+    """A decompression round that neither consumed input nor produced output."""
+
+
+def _inflate(
+    fd: int, offset: int, size: int, dec: Any, max_out: int
+) -> Iterator[tuple[bytes, int]]:
+    """The output of the gzip member at `offset`, in pieces of at most `max_out` bytes, each
+    with the file position read up to so far; stops at the member's end.
+
+    Each round must consume input or produce output, else `_Stuck`: a stream that stops
+    making progress (zlib at eof with input left over) cannot loop for ever."""
+    pos = offset
+    while not dec.eof and pos < size:
+        chunk = os.pread(fd, 1 << 16, pos)
+        if not chunk:
+            break
+        pos += len(chunk)
+        data = chunk
+        while data and not dec.eof:
+            out = dec.decompress(data, max_out)
+            rest = dec.unconsumed_tail
+            if not out and len(rest) >= len(data):
+                raise _Stuck
+            data = rest
+            yield out, pos
+
+
 def member_end(fd: int, offset: int, size: int) -> int | None:
     """End of the gzip member starting at `offset` (None if it cannot be decompressed).
 
-    Output is bounded per call and each round must consume input or produce output, so a
-    stream that stops making progress (zlib at eof with input left over) ends the loop.
-    """
+    Output is bounded per round and the rounds must make progress (`_inflate`)."""
     dec = zlib.decompressobj(31)
     pos = offset
     try:
-        while not dec.eof and pos < size:
-            chunk = os.pread(fd, 1 << 16, pos)
-            if not chunk:
-                break
-            pos += len(chunk)
-            data = chunk
-            while data and not dec.eof:
-                out = dec.decompress(data, 1 << 16)
-                rest = dec.unconsumed_tail
-                if not out and len(rest) >= len(data):
-                    return None  # no progress: the stream is stuck
-                data = rest
-    except zlib.error:
+        for _, read_to in _inflate(fd, offset, size, dec, 1 << 16):
+            pos = read_to
+    except (zlib.error, _Stuck):
         return None
     return pos - len(dec.unused_data) if dec.eof else None
 
@@ -229,36 +249,39 @@ def first_member_is_one_record(fd: int, size: int) -> bool:
     That is the layout the WARC standard asks for (one gzip member per record), and the only
     one in which record offsets point into the compressed file. Decompression stops as soon as
     the member runs past the record, so a whole-file gzip stream costs one record's worth.
+    Undecidable starts (stuck or damaged streams, no readable first header) answer True: the
+    normal pass then reports the damage record by record.
     """
-    dec = zlib.decompressobj(31)
     head = b""
     total = 0
-    pos = 0
     record_end: int | None = None
     try:
-        while not dec.eof and pos < size:
-            chunk = os.pread(fd, 1 << 16, pos)
-            if not chunk:
-                break
-            pos += len(chunk)
-            data = chunk
-            while data and not dec.eof:
-                out = dec.decompress(data, 1 << 20)
-                rest = dec.unconsumed_tail
-                if not out and len(rest) >= len(data):
-                    return True  # stuck: let the normal pass report the damage
-                data = rest
-                total += len(out)
-                if record_end is None:
-                    head += out[: (1 << 20) - len(head)]
-                    record_end = _record_end(head)
-                    if record_end is None and len(head) >= 1 << 20:
-                        return True  # no readable first header: the normal pass reports it
-                if record_end is not None and total > record_end + 16:
-                    return False
-    except zlib.error:
+        for out, _ in _inflate(fd, 0, size, zlib.decompressobj(31), 1 << 20):
+            total += len(out)
+            if record_end is None:
+                head += out[: (1 << 20) - len(head)]
+                record_end = _record_end(head)
+                if record_end is None and len(head) >= 1 << 20:
+                    return True
+            if record_end is not None and total > record_end + 16:
+                return False
+    except (zlib.error, _Stuck):
         return True
     return True
+
+
+def archive_iterator(stream: Any, stream_detect: bool = True) -> ArchiveIterator:
+    """FastWARC over `stream` as every WARC path reads it: every record type, HTTP headers
+    parsed, bodies left encoded (our readers decode them under the size cap), quirks
+    tolerated; `stream_detect` lets FastWARC find gzip or zstd itself."""
+    return ArchiveIterator(
+        stream,
+        parse_http=True,
+        record_types=WarcRecordType.any_type,
+        quirks_mode=True,
+        auto_decode="none",
+        stream_detect=stream_detect,
+    )
 
 
 def _record_end(head: bytes) -> int | None:

@@ -16,12 +16,13 @@ from collections.abc import Callable, Generator, Iterator
 from typing import Any, BinaryIO
 
 from fastwarc.stream_io import ZstdReader
-from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
+from fastwarc.warc import WarcRecord
 
 from neardup.ingest.common import GZIP_MEMBER
 from neardup.ingest.limits import short_error
 from neardup.ingest.record import RawRecord
 from neardup.ingest.warc_framing import (
+    archive_iterator,
     blank_between,
     check_extent,
     first_member_is_one_record,
@@ -155,14 +156,7 @@ class WarcScan:
             stream = gzip.GzipFile(fileobj=self.fh, mode="rb")
         elif self.single_stream:
             stream = _CountingReader(ZstdReader(self.fh))
-        records = ArchiveIterator(
-            stream,
-            parse_http=True,
-            record_types=WarcRecordType.any_type,
-            quirks_mode=True,
-            auto_decode="none",
-            stream_detect=not self.single_stream,
-        )
+        records = archive_iterator(stream, stream_detect=not self.single_stream)
         for rec in records:
             yield self.convert(rec, self.path, rec.stream_pos, self.cap)
 
