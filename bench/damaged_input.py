@@ -14,79 +14,25 @@ from __future__ import annotations
 import argparse
 import ast
 import gzip
-import io
 import json
 import os
 import random
 import subprocess
 import sys
 import tempfile
-import zlib
 from pathlib import Path
 
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the damaged files the tests check
 
-MiB = 1 << 20
+from damaged_warcs import MiB, bomb, gz, lengthen, page, warc_level_bomb  # noqa: E402
+
 _WRAP = (
     "import resource, subprocess, sys\n"
     "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
     "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
     "sys.stdout.write(repr((r.returncode, r.stdout, r.stderr, peak)))\n"
 )
-
-
-def page(i: int, body: bytes | None = None, headers: list | None = None, status="200 OK") -> bytes:
-    """One uncompressed WARC response record, as warcio writes it."""
-    buf = io.BytesIO()
-    if body is None:
-        words = " ".join(f"w{i}x{k}" for k in range(40))
-        body = f"<html><body><p>page {i}: {words}</p></body></html>".encode()
-    http = StatusAndHeaders(status, headers or [("Content-Type", "text/html")], "HTTP/1.1")
-    writer = WARCWriter(buf, gzip=False)
-    writer.write_record(
-        writer.create_warc_record(
-            f"http://example.com/{i}", "response", payload=io.BytesIO(body), http_headers=http
-        )
-    )
-    return buf.getvalue()
-
-
-def lengthen(record: bytes, extra: int) -> bytes:
-    """The record with its WARC Content-Length raised by `extra`."""
-    head, sep, rest = record.partition(b"\r\n\r\n")
-    lines = [
-        b"Content-Length: %d" % (int(x.split(b":")[1]) + extra)
-        if x.startswith(b"Content-Length:")
-        else x
-        for x in head.split(b"\r\n")
-    ]
-    return b"\r\n".join(lines) + sep + rest
-
-
-def gz(records: list[bytes]) -> bytes:
-    """One gzip member per record, as the WARC standard asks."""
-    return b"".join(gzip.compress(r) for r in records)
-
-
-def bomb(size: int) -> bytes:
-    """`size` zero bytes as one gzip stream."""
-    enc = zlib.compressobj(9, zlib.DEFLATED, 31)
-    return b"".join([enc.compress(bytes(MiB)) for _ in range(size // MiB)] + [enc.flush()])
-
-
-def warc_level_bomb(size: int) -> bytes:
-    """A response record with a `size`-byte body in one gzip member."""
-    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
-    head = (
-        b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.com/big\r\n"
-        b"WARC-Date: 2024-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:big>\r\n"
-        b"Content-Type: application/http; msgtype=response\r\n"
-        b"Content-Length: %d\r\n\r\n" % (len(http) + size)
-    )
-    enc = zlib.compressobj(9, zlib.DEFLATED, 31)
-    parts = [enc.compress(head + http)] + [enc.compress(b"a" * MiB) for _ in range(size // MiB)]
-    return b"".join([*parts, enc.compress(b"\r\n\r\n"), enc.flush()])
 
 
 def cases(root: Path, bomb_mib: int) -> list[tuple[str, Path, int]]:

@@ -8,18 +8,15 @@ reason, nothing raises, nothing hangs, and memory does not grow with the size of
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import random
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from damaged_warcs import MiB, bomb, lengthen, page, warc_level_bomb
 
 from neardup.config import Settings, SettingsError
 from neardup.ingest import iter_records
@@ -27,38 +24,6 @@ from neardup.ingest.arc_reader import iter_arc
 from neardup.ingest.limits import MAX_REDIRECT_CHARS
 from neardup.ingest.warc_framing import member_end
 from neardup.ingest.warc_reader import iter_warc
-
-MiB = 1 << 20
-
-
-def page(i: int, body: bytes | None = None, headers: list | None = None, status="200 OK") -> bytes:
-    """One uncompressed WARC response record, as warcio writes it."""
-    buf = io.BytesIO()
-    writer = WARCWriter(buf, gzip=False)
-    if body is None:
-        body = b"<html><body><p>page %d of the crawl with a few words</p></body></html>" % i
-    http = StatusAndHeaders(status, headers or [("Content-Type", "text/html")], protocol="HTTP/1.1")
-    record = writer.create_warc_record(
-        f"http://example.com/{i}",
-        "response",
-        payload=io.BytesIO(body),
-        http_headers=http,
-        length=len(body),
-    )
-    writer.write_record(record)
-    return buf.getvalue()
-
-
-def lengthen(record: bytes, extra: int) -> bytes:
-    """The record with its WARC Content-Length raised by `extra` bytes (the damage)."""
-    head, sep, rest = record.partition(b"\r\n\r\n")
-    lines = [
-        b"Content-Length: %d" % (int(line.split(b":")[1]) + extra)
-        if line.startswith(b"Content-Length:")
-        else line
-        for line in head.split(b"\r\n")
-    ]
-    return b"\r\n".join(lines) + sep + rest
 
 
 def pages_read(rows) -> list[str]:
@@ -134,28 +99,6 @@ def test_fuzzed_records_cost_only_themselves(tmp_path: Path, gz: bool) -> None:
         intact = {f"http://example.com/{j}" for j in range(6) if j != hit}
         assert intact <= read, f"lost {intact - read} with record {hit} damaged"
         assert len(rows) >= 6, f"record {hit} has no row"
-
-
-def bomb(size: int) -> bytes:
-    """`size` zero bytes as one gzip stream (about 1/1000 of the size)."""
-    enc = zlib.compressobj(9, zlib.DEFLATED, 31)
-    block = bytes(MiB)
-    return b"".join([enc.compress(block) for _ in range(size // MiB)] + [enc.flush()])
-
-
-def warc_level_bomb(size: int) -> bytes:
-    """A response record whose body is `size` bytes, in one gzip member written in pieces."""
-    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
-    head = (
-        b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.com/big\r\n"
-        b"WARC-Date: 2024-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:big>\r\n"
-        b"Content-Type: application/http; msgtype=response\r\n"
-        b"Content-Length: %d\r\n\r\n" % (len(http) + size)
-    )
-    enc = zlib.compressobj(9, zlib.DEFLATED, 31)
-    parts = [enc.compress(head + http)]
-    parts += [enc.compress(b"a" * MiB) for _ in range(size // MiB)]
-    return b"".join([*parts, enc.compress(b"\r\n\r\n"), enc.flush()])
 
 
 _PEAK = """
