@@ -12,9 +12,6 @@ import io
 import os
 import re
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -23,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import uvicorn
+from door_server import serving
 
 import neardup
 from neardup.linkgraph.collections import collections_from_run
@@ -44,12 +42,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ui_run(demo_run, tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("ui") / "run"
@@ -60,20 +52,8 @@ def ui_run(demo_run, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def server(ui_run):
     """A live uvicorn server on 127.0.0.1 (free port), stopped after the module."""
-    config = uvicorn.Config(
-        create_app(ui_run), host="127.0.0.1", port=free_port(), log_level="warning"
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        assert thread.is_alive(), "uvicorn stopped"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{config.port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(ui_run)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +258,7 @@ def test_ui_without_token_is_loopback_only(http):
 
 
 def test_ui_with_token_asks_every_request_for_it(ui_run):
-    from door_server import send_streaming, serving
+    from door_server import send_streaming
 
     app = create_app(ui_run, token=UI_TOKEN, hosts=["dup.internal"])
     with serving(app) as base, httpx.Client(base_url=base, timeout=30) as client:
