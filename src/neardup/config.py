@@ -14,7 +14,7 @@ from typing import Any
 
 # Defined with the kernels, which raise it too and may not import this module; re-exported
 # here so that `neardup.config.SettingsError` stays the one class callers catch.
-from neardup.kernels.errors import SettingsError
+from neardup.errors import SettingsError
 
 METHODS = (
     "minhash",

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from neardup.kernels.errors import SettingsError
+from neardup.errors import SettingsError
 from neardup.kernels.hashing import TAG_COUNTMIN, U64, derive_seeds, mix64
 from neardup.kernels.params import SketchParams
 
