@@ -148,6 +148,17 @@ def _check_not_cwd(out: Path, shown: str | Path) -> None:
         )
 
 
+def _folder_state(out: str | Path, inputs: Iterable[str | Path]) -> tuple[Path, bool, str | None]:
+    """(resolved target, whether it holds anything, the neardup kind it holds) of a folder
+    output, after refusing an overlap with an input or a file in the way."""
+    check_no_overlap(out, inputs)
+    target = _resolved(out)
+    if target.exists() and not target.is_dir():
+        raise OutputError(f"refusing to write {out}: a file of that name exists; choose a folder")
+    occupied = target.is_dir() and any(target.iterdir())
+    return target, occupied, marker_kind(target) if occupied else None
+
+
 def check_folder(
     out: str | Path, kind: str, inputs: Iterable[str | Path] = (), force: bool = False
 ) -> Path:
@@ -156,13 +167,9 @@ def check_folder(
     Returns the resolved target. Refuses (with `OutputError`) an overlap with an input, a
     file in the way, the current folder, a non-empty folder neardup did not write (even with
     `force`), and a neardup folder of another kind or without `force`."""
-    check_no_overlap(out, inputs)
-    target = _resolved(out)
+    target, occupied, found = _folder_state(out, inputs)
     _check_not_cwd(target, out)
-    if target.exists() and not target.is_dir():
-        raise OutputError(f"refusing to write {out}: a file of that name exists; choose a folder")
-    if target.is_dir() and any(target.iterdir()):
-        found = marker_kind(target)
+    if occupied:
         if found is None:
             raise OutputError(
                 f"refusing to write {out}: it holds files neardup did not write "
@@ -283,18 +290,12 @@ def replacing_folder(
 def open_folder(out: str | Path, kind: str, inputs: Iterable[str | Path] = ()) -> Path:
     """Create or reopen a folder that neardup keeps adding to (a store of crawls, a service
     index): new, empty, or already marked with `kind`; never a folder of the user's."""
-    check_no_overlap(out, inputs)
-    target = _resolved(out)
-    if target.exists() and not target.is_dir():
-        raise OutputError(f"refusing to write {out}: a file of that name exists; choose a folder")
-    if target.is_dir() and any(target.iterdir()):
-        found = marker_kind(target)
-        if found != kind:
-            what = "files neardup did not write" if found is None else f"a neardup {found}"
-            raise OutputError(
-                f"refusing to write {out}: it holds {what}, not a {kind}; "
-                "choose a new or empty folder"
-            )
+    target, occupied, found = _folder_state(out, inputs)
+    if occupied and found != kind:
+        what = "files neardup did not write" if found is None else f"a neardup {found}"
+        raise OutputError(
+            f"refusing to write {out}: it holds {what}, not a {kind}; choose a new or empty folder"
+        )
     target.mkdir(parents=True, exist_ok=True)
     if not (target / MARKER).is_file():
         write_marker(target, kind)
