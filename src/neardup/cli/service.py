@@ -62,6 +62,11 @@ def register(app: typer.Typer) -> None:
         links: Annotated[
             bool, typer.Option(help="Count in-links from the files' link graph for winners.")
         ] = True,
+        workers: Annotated[
+            int | None,
+            typer.Option(min=1, help="Processes sketching the next batches (default: cores)."),
+        ] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="print the totals as JSON")] = False,
     ) -> None:
         """Add or update pages from crawl files (redirects included), batch by batch.
 
@@ -70,13 +75,22 @@ def register(app: typer.Typer) -> None:
         (a link can come after the page it points to); redirects pass theirs on to their
         target when winners are chosen.
         """
-        from neardup.cli.output import fail
+        from neardup.cli.output import emit_table, fail, out_console
         from neardup.config import SettingsError
         from neardup.ingest.readers import InputError
         from neardup.service.feed import add_files
         from neardup.store.outputs import OutputError
 
         try:
-            typer.echo(json.dumps(add_files(store, inputs, batch, links)))
+            totals = add_files(store, inputs, batch, links, workers)
         except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
             fail(str(err))
+        if json_out:
+            out_console.print_json(json.dumps(totals))
+            return
+        rows: list[list[object]] = [[key, value] for key, value in totals.items()]
+        shown = [
+            [key, f"{value:.1f}" if isinstance(value, float) else f"{value:,}"]
+            for key, value in totals.items()
+        ]
+        emit_table(f"neardup add → {store}", ["what", "value"], rows, frozenset({"value"}), shown)

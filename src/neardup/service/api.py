@@ -136,10 +136,10 @@ def create_service_app(
     @app.post("/check", responses=error_responses(*DOOR, 422))
     def check(body: Annotated[CheckIn, Body()]) -> dict[str, Any]:
         """Would this text (or html) be a duplicate? Nothing is stored."""
-        with ix.lock:
-            if isinstance(body, CheckText):
-                return ix.check(text=body.text)
-            return ix.check(html=body.html)
+        # not under the lock here: `check` sketches first and locks only to look up
+        if isinstance(body, CheckText):
+            return ix.check(text=body.text)
+        return ix.check(html=body.html)
 
     writes = {"dependencies": [Depends(bearer)], "responses": error_responses(*DOOR, 401, 403, 422)}
 

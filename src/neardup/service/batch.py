@@ -20,22 +20,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neardup.kernels import fingerprint64, sketch_text
-from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.groups import elect
-from neardup.service.lengths import dim_lengths
+from neardup.service.prepare import PreparedBatch
 from neardup.service.storage import _Page
-from neardup.service.updates import BatchReport, PageUpdate, ServiceError, html_to_text
+from neardup.service.updates import BatchReport, ServiceError
 
 if TYPE_CHECKING:
     from neardup.service.index import ServiceIndex
 
 
 def compute_batch(
-    ix: ServiceIndex, batch: dict[str, PageUpdate]
+    ix: ServiceIndex, prepared: PreparedBatch
 ) -> tuple[BatchReport, set[str], set[int], set[int]]:
     """The batch in memory: update cases, the graph, re-clustered components, winners.
-    Returns the report, the page rows and groups to rewrite, and the groups to delete."""
+    The sketches were computed before the lock (`prepare.prepare_batch`); this only looks
+    up and changes state. Returns the report, the page rows and groups to rewrite, and the
+    groups to delete."""
+    batch = prepared.updates
     rep = BatchReport(pages=len(batch))
     dirty: set[str] = set()
     touched: set[int] = set()  # groups that lost members or must elect again
@@ -80,17 +81,13 @@ def compute_batch(
         if p.redirect_to and u.links_in is not None and u.text is None and u.html is None:
             redirected.append(url)  # a redirect's popularity update: credit its target
             continue
-        if u.text is not None:
-            text = u.text
-        elif u.html is not None:
-            text = html_to_text(u.html, url)
-        else:
+        sk = prepared.sketches.get(url)
+        if sk is None:
             if was_live and u.links_in is not None:
                 continue  # a popularity update only
             raise ServiceError(f"{url}: give text, html, redirect_to or remove")
-        sk = sketch_text(text, ix.settings)
-        sig, length = sk.minhash, int(sk.shingles.size)
-        p.exact_fp = fingerprint64(text.encode("utf-8", "surrogatepass"))
+        sig, length = sk.signature, sk.n_shingles
+        p.exact_fp = sk.exact_fp
         if was_live:
             rep.changed += 1
         else:
@@ -110,18 +107,17 @@ def compute_batch(
             continue
         ix._set_redirect(p, None)
         _leave(ix, p, touched, gone)
-        lens = dim_lengths([text], ix.options.dims, ix.settings.seed)[0]
-        ix._set_signature(p, sig, length, lens)
+        ix._set_signature(p, sig, length, sk.lengths)
         p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
         if eligible:
             gone.discard(url)
-            put[url] = (url_key(url), sk.shingle_fp, sig)
+            put[url] = (sk.key, sk.shingle_fp, sig)
         else:
             loose.append(url)
     rep.tier2 = len(put)
     nodes = ix.scan_graph.update(gone, put)
     comps = ix.scan_graph.components(nodes)
-    clusters = [c for comp in comps for c in ix.scan_graph.cluster(comp)]
+    clusters = ix.scan_graph.cluster(comps)
     clusters.extend([u] for u in loose)
     for cluster in clusters:
         for url in cluster:

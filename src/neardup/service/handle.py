@@ -95,10 +95,10 @@ class DuplicateIndex:
         adding it, and its resemblance to that group's winner (`POST /check`)."""
         if sum(x is not None for x in (text, html, url)) != 1:
             raise ServiceError("give exactly one of text, html or url")
-        with self.index.lock:
-            if url is not None:
-                return self.index.status(url)
+        if url is None:  # `check` sketches before it takes the lock
             return self.index.check(text=text, html=html)
+        with self.index.lock:
+            return self.index.status(url)
 
     def group(self, group_id: int) -> dict[str, Any] | None:
         """A group's winner, members (resemblance to the winner, popularity) and the

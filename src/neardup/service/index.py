@@ -30,12 +30,13 @@ import duckdb
 import numpy as np
 
 from neardup.config import Settings, SettingsError
-from neardup.kernels import SIGNATURE_DTYPE, fingerprint64, sketch_text
+from neardup.kernels import SIGNATURE_DTYPE, fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.batch import compute_batch
-from neardup.service.lengths import LengthMap, dim_lengths
+from neardup.service.lengths import LengthMap
 from neardup.service.popularity import RedirectGraph
+from neardup.service.prepare import PreparedBatch, prepare_batch
 from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import (
     DB_NAME,
@@ -52,7 +53,6 @@ from neardup.service.updates import (
     PageUpdate,
     ServiceError,
     ServiceOptions,
-    html_to_text,
 )
 from neardup.store.outputs import open_folder
 
@@ -295,32 +295,31 @@ class ServiceIndex:
         Both `POST /check` and the Python handle call this, so they answer alike."""
         if (text is None) == (html is None):
             raise ServiceError("give exactly one of text or html")
-        if text is None:
-            assert html is not None
-            text = html_to_text(html)
-        sk = sketch_text(text, self.settings)
-        matches = []
-        if sk.shingles.size:
-            lens = dim_lengths([text], self.options.dims, self.settings.seed)
-            found = self.store_rows.many_to_all(sk.minhash[None, :], lens)
-            for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
-                url = self.store_rows.urls[row]
-                assert url is not None
-                gid = self.pages[url].group_id
-                matches.append({"url": url, "group_id": gid, "resemblance": sim})
-        matches.sort(key=lambda m: (-m["resemblance"], m["url"]))
-        best = matches[0] if matches else None
-        gid = best["group_id"] if best else None
-        return {
-            "is_duplicate": best is not None,
-            "group_id": gid,
-            "winner_url": self.winners.get(gid) if gid is not None else None,
-            "resemblance": (
-                self.resemblance_to_winner(sk.minhash, gid) if gid is not None else None
-            ),
-            "matches": matches[:10],
-            "length": sk.n_tokens,
-        }
+        # Parsing and sketching need no state: done before the lock.
+        update = PageUpdate("check:", text=text, html=html)
+        sk = prepare_batch([update], self.settings, self.options.dims).sketches["check:"]
+        with self.lock:
+            matches = []
+            if sk.n_shingles:
+                found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
+                for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
+                    url = self.store_rows.urls[row]
+                    assert url is not None
+                    gid = self.pages[url].group_id
+                    matches.append({"url": url, "group_id": gid, "resemblance": sim})
+            matches.sort(key=lambda m: (-m["resemblance"], m["url"]))
+            best = matches[0] if matches else None
+            gid = best["group_id"] if best else None
+            return {
+                "is_duplicate": best is not None,
+                "group_id": gid,
+                "winner_url": self.winners.get(gid) if gid is not None else None,
+                "resemblance": (
+                    self.resemblance_to_winner(sk.signature, gid) if gid is not None else None
+                ),
+                "matches": matches[:10],
+                "length": sk.n_tokens,
+            }
 
     def counts(self) -> dict[str, int]:
         live = [p for p in self.pages.values() if not p.removed]
@@ -336,15 +335,17 @@ class ServiceIndex:
     def apply(self, updates: Iterable[PageUpdate]) -> BatchReport:
         """Apply one batch as one transaction; on any error nothing of it remains."""
         t0 = time.perf_counter()
-        batch: dict[str, PageUpdate] = {}
-        for u in updates:
-            if not u.url:
-                raise ServiceError("an update needs a url")
-            batch[u.url] = u  # the last entry for a URL wins
+        # Parsing and sketching need no state: done before the lock, for the whole batch.
+        return self.apply_prepared(prepare_batch(updates, self.settings, self.options.dims), t0)
+
+    def apply_prepared(self, prepared: PreparedBatch, t0: float | None = None) -> BatchReport:
+        """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
+        settings (elsewhere: another process, while this one applies the previous batch)."""
+        t0 = time.perf_counter() if t0 is None else t0
         with self.lock:
             self.con.execute("BEGIN TRANSACTION")
             try:
-                report, dirty_pages, dirty_groups, dropped = compute_batch(self, batch)
+                report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                 self._write(dirty_pages, dirty_groups, dropped)
                 self.con.execute("COMMIT")
             except BaseException:

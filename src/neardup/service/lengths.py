@@ -58,10 +58,21 @@ def dim_lengths(texts: Sequence[str], dims: int, seed: int = 1) -> np.ndarray:
     """
     if dims < 1:
         raise ValueError("dims must be >= 1")
-    out = np.zeros((len(texts), dims), dtype=np.int32)
     if not texts:
+        return np.zeros((0, dims), dtype=np.int32)
+    return dim_lengths_packed(*canonicalize_packed(*pack_texts(list(texts))), dims, seed)
+
+
+def dim_lengths_packed(
+    buf: np.ndarray, offsets: np.ndarray, dims: int, seed: int = 1
+) -> np.ndarray:
+    """`dim_lengths` of texts already canonical and packed (`kernels.canonicalize_packed`),
+    so a batch that is sketched too is canonicalised once."""
+    if dims < 1:
+        raise ValueError("dims must be >= 1")
+    out = np.zeros((offsets.size - 1, dims), dtype=np.int32)
+    if not out.shape[0]:
         return out
-    buf, offsets = canonicalize_packed(*pack_texts(list(texts)))
     tseed, _, _ = shingle_params(seed, 1)
     cap = scratch_capacity(offsets, 1)
     _dim_lengths_kernel(buf, offsets, tseed, derive_seed(seed, TAG_SUBDICT), cap, out)

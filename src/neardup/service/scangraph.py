@@ -37,6 +37,7 @@ from neardup.kernels.graph import (
     core_clusters,
 )
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
+from neardup.service.band_buckets import BandBuckets
 
 Pair = tuple[str, str]  # (url, url) in increasing order
 
@@ -52,8 +53,7 @@ class ScanGraph:
         self.sig: dict[str, np.ndarray] = {}
         self.classes: dict[int, set[str]] = defaultdict(set)  # fingerprint -> pages
         self.rep: dict[int, str] = {}  # fingerprint -> its class representative (a node)
-        self.band: dict[str, np.ndarray] = {}  # node -> its band keys, one per table
-        self.buckets: dict[tuple[int, int], set[str]] = defaultdict(set)
+        self.buckets = BandBuckets(self.bands)  # the nodes by band key, one table per band
         self.emitted: dict[Pair, int] = {}  # candidate pair -> tables that emit it
         self.adj: dict[str, dict[str, float]] = defaultdict(dict)  # verified edges
         self.verifications = 0  # pairs verified since the index was opened
@@ -100,44 +100,40 @@ class ScanGraph:
         touched |= self._move_nodes(leaving, entering)
         for url in gone:
             self.key.pop(url, None)
-        return {u for u in touched if u in self.band}
+        return {u for u in touched if u in self.buckets}
 
     def _move_nodes(self, leaving: set[str], entering: dict[str, int]) -> set[str]:
         """Take nodes out of and into the band index; update candidate counts and edges.
-        Returns every node whose edges changed."""
-        new_keys: dict[str, np.ndarray] = {}
-        if entering:
-            urls = sorted(entering)
-            sigs = np.stack([self.sig[u] for u in urls])
-            keys = lsh_keys(sigs, None, self.bands, self.rows)
-            new_keys = dict(zip(urls, keys, strict=True))
-        affected: set[tuple[int, int]] = set()
-        for url in leaving:
-            affected.update((t, int(k)) for t, k in enumerate(self.band[url]))
-        for keys in new_keys.values():
-            affected.update((t, int(k)) for t, k in enumerate(keys))
-        before = {b: self._bucket_pairs(b) for b in affected}
-        for url in leaving:
-            for t, k in enumerate(self.band.pop(url)):
-                self.buckets[(t, int(k))].discard(url)
-        for url, keys in new_keys.items():
-            self.band[url] = keys
-            for t, k in enumerate(keys):
-                self.buckets[(t, int(k))].add(url)
+        Returns every node whose edges changed.
+
+        Only buckets that hold two nodes before or after can hold a candidate pair, and
+        nearly every bucket holds one, so the pairs of a bucket are listed only then."""
+        new_urls = sorted(entering)
+        new_keys = np.empty((0, self.bands), dtype=np.int64)
+        if new_urls:
+            sigs = np.stack([self.sig[u] for u in new_urls])
+            new_keys = lsh_keys(sigs, None, self.bands, self.rows)
+        old_keys = [self.buckets.keys_of(u) for u in leaving]
+        every = np.concatenate([np.stack(old_keys), new_keys]) if old_keys else new_keys
+        wanted = [np.unique(every[:, t]) for t in range(self.bands)]
+        before = self.buckets.members(wanted)
+        self.buckets.remove(list(leaving))
+        self.buckets.add(new_urls, new_keys)
+        after = self.buckets.members(wanted)
+        entered = set(new_urls)
         delta: dict[Pair, int] = defaultdict(int)
         # A node that entered again with a new signature keeps candidates whose count does
         # not move: they are verified again too.
         recheck: set[Pair] = set()
-        for b in affected:
-            for pair in before[b]:
+        for old in before.values():
+            for pair in self._bucket_pairs(old):
                 delta[pair] -= 1
-            for pair in self._bucket_pairs(b):
+        for new in after.values():
+            for pair in self._bucket_pairs(new):
                 delta[pair] += 1
-                if pair[0] in new_keys or pair[1] in new_keys:
+                if pair[0] in entered or pair[1] in entered:
                     recheck.add(pair)
-            if not self.buckets[b]:
-                del self.buckets[b]
-        changed: set[str] = set(leaving) | set(new_keys)
+        changed: set[str] = set(leaving) | entered
         for url in leaving:  # a leaving node loses every edge, whatever its buckets say
             for other in self.adj.pop(url, {}):
                 self.adj[other].pop(url, None)
@@ -158,9 +154,9 @@ class ScanGraph:
         changed |= self._verify(recheck)
         return changed
 
-    def _bucket_pairs(self, bucket: tuple[int, int]) -> list[Pair]:
+    def _bucket_pairs(self, nodes: list[str]) -> list[Pair]:
         """The scan's candidate rule on one bucket: all pairs, or the chain in key order."""
-        members = sorted(self.buckets.get(bucket, ()), key=self.order)
+        members = sorted(nodes, key=self.order)
         if len(members) > self.settings.max_bucket_pairs:
             links = pairwise(members)
         else:
@@ -169,7 +165,7 @@ class ScanGraph:
 
     def _verify(self, pairs: set[Pair]) -> set[str]:
         """Verify candidate pairs (edge in or out); returns the nodes whose edges changed."""
-        todo = sorted(p for p in pairs if p[0] in self.band and p[1] in self.band)
+        todo = sorted(p for p in pairs if p[0] in self.buckets and p[1] in self.buckets)
         changed: set[str] = set()
         if not todo:
             return changed
@@ -197,7 +193,7 @@ class ScanGraph:
         seen: set[str] = set()
         out = []
         for seed in sorted(seeds):
-            if seed in seen or seed not in self.band:
+            if seed in seen or seed not in self.buckets:
                 continue
             comp, stack = [], [seed]
             seen.add(seed)
@@ -211,9 +207,25 @@ class ScanGraph:
             out.append(sorted(comp, key=self.order))
         return out
 
-    def cluster(self, nodes: list[str]) -> list[list[str]]:
-        """One component's clusters by the scan's rule: lists of pages (class members
-        included), each with the scan's representative first."""
+    def cluster(self, components: list[list[str]]) -> list[list[str]]:
+        """The clusters of whole components by the scan's rule: lists of pages (class
+        members included), each with the scan's representative first.
+
+        A component of one node is its own cluster. The others are clustered in one call
+        over their union: the rule never looks across a component (every step follows
+        edges, and ties are broken by page keys, whose order inside a component does not
+        depend on the other nodes), which is why the scan can cluster the whole graph at
+        once and the service only the components a batch touched, with the same answer.
+        """
+        out: list[list[str]] = []
+        nodes: list[str] = []
+        for comp in components:
+            if len(comp) == 1:
+                out.append(self._with_class([comp[0]]))
+            else:
+                nodes.extend(comp)
+        if not nodes:
+            return out
         n = len(nodes)
         pos = {u: i for i, u in enumerate(nodes)}
         a, b, s = [], [], []
@@ -240,11 +252,15 @@ class ScanGraph:
             members = groups.setdefault(r, [nodes[r]])
             if i != r:
                 members.append(nodes[i])
-        out = []
-        for members in groups.values():
-            pages = []
-            for u in members:
-                pages.append(u)
-                pages.extend(sorted(self.classes[self.fp[u]] - {u}, key=self.order))
-            out.append(pages)
+        out.extend(self._with_class(members) for members in groups.values())
         return out
+
+    def _with_class(self, members: list[str]) -> list[str]:
+        """Nodes followed each by the other pages of its class (same shingle set)."""
+        pages = []
+        for u in members:
+            pages.append(u)
+            cls = self.classes[self.fp[u]]
+            if len(cls) > 1:
+                pages.extend(sorted(cls - {u}, key=self.order))
+        return pages

@@ -57,7 +57,7 @@ _INVARIANTS: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # a million of them: no per-object dict
 class _Page:
     """The in-memory copy of one `pages` row: the index keeps every row in a dict, so that
     a batch looks pages up without a query and writes back only those it changed."""

@@ -1,0 +1,317 @@
+"""The incremental service at scale: insert rate, latency under load, an update batch against a
+re-scan, and parity with the scan, on web-like text (issue 15).
+
+    .venv/bin/python bench/service_scale.py --pages 100000
+    .venv/bin/python bench/service_scale.py --pages 1000000
+
+Every step is a separate process, as a user runs it, and its peak RSS is that process's own
+(`os.wait4`). Steps:
+
+1. `neardup add` of N web-like pages (`synth.webtext`: 400 words from a Zipf vocabulary of
+   real pages, 10 % planted copies): pages/s and peak RSS.
+2. `neardup serve` on that store, on loopback: the time to open it; an update batch of 1 % of
+   the pages edited (3 words replaced each) through `POST /pages`; 20,000 new pages through
+   `POST /pages` (batches of 1,000); then 8 client threads in another process, 90 %
+   `GET /status` and 10 % `POST /check`: p50/p99 of each, and the server's peak RSS.
+3. `neardup scan` of the same final pages (the re-scan the update saves), timed; its partition
+   is the independent reference: REP and RER of the service's same-group pairs against the
+   scan's, counted exactly in DuckDB (pairs per cluster x group cell).
+
+Results go to bench/out/service_scale-N.json and a Markdown row on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+CLI = [str(ROOT / ".venv" / "bin" / "neardup")]
+
+
+def corpus(pages: int) -> Path:
+    """The web-like corpus of `pages` pages (generated once, shared with scale_bench.py)."""
+    from neardup.synth.webtext import write_webtext
+
+    folder = OUT / "scale"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"web-{pages}.jsonl"
+    done = folder / f"web-{pages}.done"
+    if not done.exists():
+        write_webtext(path, pages, truth=folder / f"web-{pages}.truth.tsv")
+        done.write_text("ok\n")
+    return path
+
+
+def run(cmd: list[str], log: Path) -> tuple[float, float]:
+    """Run a command; (seconds, peak RSS MiB of that process)."""
+    t0 = time.perf_counter()
+    with open(log, "w") as err:
+        proc = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed; see {log}")
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+
+
+def edited(src: Path, share: float, dest: Path, final: Path, seed: int = 7) -> int:
+    """Write the edits (a `share` of the pages, 3 words replaced each) to `dest`, and the
+    final corpus (every page, edits applied) to `final`; returns the number edited."""
+    rng = random.Random(seed)
+    n = 0
+    with open(src, encoding="utf-8") as f, open(dest, "w") as d, open(final, "w") as out:
+        for line in f:
+            if rng.random() < share:
+                row = json.loads(line)
+                words = row["text"].split(" ")
+                for _ in range(3):
+                    words[rng.randrange(len(words))] = f"edit{rng.randrange(10**6)}"
+                row["text"] = " ".join(words)
+                line = json.dumps(row, ensure_ascii=False) + "\n"
+                d.write(line)
+                n += 1
+            out.write(line)
+    return n
+
+
+def parity(store: Path, run_dir: Path) -> dict[str, float]:
+    """Same-group pairs of the service and of the scan, and the pairs they share."""
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{store / 'service.duckdb'}' AS svc (READ_ONLY)")
+    con.execute(f"ATTACH '{run_dir / 'neardup.duckdb'}' AS run (READ_ONLY)")
+    row = con.execute(
+        """
+        WITH s AS (SELECT url, group_id FROM svc.pages
+                   WHERE NOT removed AND group_id IS NOT NULL),
+             c AS (SELECT url, cluster_id FROM run.pages WHERE cluster_id IS NOT NULL),
+             j AS (SELECT s.group_id, c.cluster_id FROM s JOIN c USING (url))
+        SELECT
+          (SELECT sum(n * (n - 1) / 2) FROM (SELECT count(*) n FROM s GROUP BY group_id)),
+          (SELECT sum(n * (n - 1) / 2) FROM (SELECT count(*) n FROM c GROUP BY cluster_id)),
+          (SELECT sum(n * (n - 1) / 2) FROM
+             (SELECT count(*) n FROM j GROUP BY group_id, cluster_id)),
+          (SELECT count(*) FROM s), (SELECT count(*) FROM c)
+        """
+    ).fetchone()
+    svc_pairs, scan_pairs, both, svc_pages, scan_pages = (float(x or 0) for x in row)
+    return {
+        "service_pairs": svc_pairs,
+        "scan_pairs": scan_pairs,
+        "REP": (svc_pairs - both) / svc_pairs if svc_pairs else 0.0,
+        "RER": (scan_pairs - both) / scan_pairs if scan_pairs else 0.0,
+        "service_pages": svc_pages,
+        "scan_pages": scan_pages,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+LOAD = r"""
+import json, sys, time, httpx, numpy as np
+from concurrent.futures import ThreadPoolExecutor
+port, n, urls_file, texts_file = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+urls = open(urls_file).read().split("\n")
+texts = json.load(open(texts_file))
+client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
+                      limits=httpx.Limits(max_connections=16))
+def one(i):
+    t = time.perf_counter()
+    if i % 10 == 0:
+        r = client.post("/check", json={"text": texts[i % len(texts)]}); kind = "check"
+    else:
+        r = client.get("/status", params={"url": urls[(i * 7919) % len(urls)]}); kind = "status"
+    r.raise_for_status()
+    return kind, (time.perf_counter() - t) * 1000
+t0 = time.perf_counter()
+with ThreadPoolExecutor(8) as pool:
+    got = list(pool.map(one, range(n)))
+wall = time.perf_counter() - t0
+out = {"rps": n / wall}
+for kind in ("status", "check"):
+    lat = np.array([ms for k, ms in got if k == kind])
+    out[kind] = {"p50": float(np.percentile(lat, 50)), "p99": float(np.percentile(lat, 99))}
+print(json.dumps(out))
+"""
+
+
+def new_pages(count: int) -> list[dict[str, str]]:
+    """Pages no store holds yet (another seed, another host name)."""
+    from neardup.synth.webtext import iter_webtext
+
+    return [
+        {"url": p.url.replace("https://", "https://new-"), "text": p.text}
+        for p in iter_webtext(count, seed=99)
+    ]
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def http_steps(store: Path, src: Path, edits: Path, new: list, requests: int, log: Path) -> dict:
+    """Against `neardup serve`: the edits, then new pages through `POST /pages` (batches of
+    1,000), then the status/check load from another process."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "NEARDUP_TOKEN": "bench-token"}
+    cmd = [*CLI, "serve", str(store), "--port", str(port), "--rate-limit", "off"]
+    t_open = time.perf_counter()
+    with open(log, "w") as err:
+        server = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT, env=env)
+    try:
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600)
+        for _ in range(2400):
+            try:
+                client.get("/")
+                break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        out: dict = {"open_s": time.perf_counter() - t_open}
+        headers = {"Authorization": "Bearer bench-token"}
+
+        def post(pages: list) -> float:
+            t0 = time.perf_counter()
+            for i in range(0, len(pages), 1000):
+                r = client.post("/pages", json={"pages": pages[i : i + 1000]}, headers=headers)
+                r.raise_for_status()
+            return time.perf_counter() - t0
+
+        with open(edits, encoding="utf-8") as f:
+            changed = [json.loads(line) for line in f]
+        out["update_pages"] = len(changed)
+        out["update_s"] = post(changed)
+        out["post_pages_per_s"] = len(new) / post(new)
+        with open(src, encoding="utf-8") as f:
+            urls = [json.loads(line)["url"] for _, line in zip(range(50_000), f, strict=False)]
+        uf, tf = OUT / "load-urls.txt", OUT / "load-texts.json"
+        uf.write_text("\n".join(urls))
+        tf.write_text(json.dumps([p["text"] for p in new[:200]]))
+        load = subprocess.run(
+            [sys.executable, "-c", LOAD, str(port), str(requests), str(uf), str(tf)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.update(json.loads(load.stdout))
+        out["server_rss_mb"] = peak_rss_mb(server.pid)
+        return out
+    finally:
+        server.terminate()
+        server.wait(120)
+
+
+def component_cost(sizes: tuple[int, ...] = (100, 1000, 5000), updates: int = 20) -> list[dict]:
+    """Seconds to apply one changed page that sits in a component of m near-duplicates:
+    the batch re-clusters the whole component (its edges and nodes), so the cost grows with
+    m. Measured in-process on a fresh index per size; the median of `updates` updates."""
+    import statistics
+    import tempfile
+
+    from neardup.service import PageUpdate, ServiceIndex
+    from neardup.synth.webtext import iter_webtext
+
+    base = next(iter(iter_webtext(1, seed=5))).text.split(" ")
+    rng = random.Random(3)
+    out = []
+    for m in sizes:
+
+        def variant(i: int) -> str:
+            words = list(base)
+            for _ in range(4):
+                words[rng.randrange(len(words))] = f"v{i}-{rng.randrange(10**6)}"
+            return " ".join(words)
+
+        with tempfile.TemporaryDirectory() as tmp, ServiceIndex(Path(tmp) / "ix") as ix:
+            pages = [PageUpdate(f"https://c.example/{i}", text=variant(i)) for i in range(m)]
+            for i in range(0, m, 5000):
+                ix.apply(pages[i : i + 5000])
+            times = []
+            for j in range(updates):
+                url = f"https://c.example/{rng.randrange(m)}"
+                rep = ix.apply([PageUpdate(url, text=variant(m + j))])
+                times.append(rep.seconds)
+            biggest = max(len(g) for g in ix.groups.values())
+        edges = sum(len(v) for v in ix.scan_graph.adj.values()) // 2
+        out.append(
+            {
+                "component": m,
+                "edges": edges,
+                "largest_group": biggest,
+                "update_ms": 1000 * statistics.median(times),
+            }
+        )
+        print(f"component of {m:,}: {out[-1]}", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pages", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=5000)
+    ap.add_argument("--requests", type=int, default=3000)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/neardup-service-scale"))
+    ap.add_argument(
+        "--component", action="store_true", help="only: the cost of one update in a large component"
+    )
+    a = ap.parse_args(argv)
+    if a.component:
+        rows = component_cost()
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "service_component.json").write_text(json.dumps(rows, indent=2))
+        return 0
+    src = corpus(a.pages)
+    work = a.work / str(a.pages)
+    work.mkdir(parents=True, exist_ok=True)
+    store, run_dir = work / "store", work / "run"
+    res: dict = {"pages": a.pages, "batch": a.batch}
+    subprocess.run(["rm", "-rf", str(store)], check=True)
+    secs, rss = run(
+        [*CLI, "add", str(store), str(src), "--batch", str(a.batch), "--no-links"], work / "add.log"
+    )
+    res.update(add_s=secs, add_pages_per_s=a.pages / secs, add_rss_mb=rss)
+    print(f"add: {secs:.1f} s, {a.pages / secs:,.0f} pages/s, {rss:,.0f} MiB", flush=True)
+    edits, final = work / "edits.jsonl", work / "final.jsonl"
+    edited(src, 0.01, edits, final)
+    new = new_pages(20_000)
+    with open(final, "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in new)
+    res["http"] = h = http_steps(store, src, edits, new, a.requests, work / "serve.log")
+    print(f"http: {h}", flush=True)
+    secs, rss = run([*CLI, "scan", str(final), "--out", str(run_dir), "--force"], work / "scan.log")
+    res.update(rescan_s=secs, rescan_rss_mb=rss, update_vs_rescan=secs / h["update_s"])
+    print(f"re-scan: {secs:.1f} s ({res['update_vs_rescan']:.1f}x the update)", flush=True)
+    res["parity"] = parity(store, run_dir)
+    print(f"parity: {res['parity']}", flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"service_scale-{a.pages}.json").write_text(json.dumps(res, indent=2))
+    print(
+        f"| {a.pages:,} | {res['add_pages_per_s']:,.0f} | {h['post_pages_per_s']:,.0f} "
+        f"| {res['add_rss_mb']:,.0f} | {h['status']['p50']:.1f} / {h['status']['p99']:.1f} "
+        f"| {h['check']['p50']:.1f} / {h['check']['p99']:.1f} | {h['update_s']:.1f} "
+        f"| {res['rescan_s']:.1f} | {res['update_vs_rescan']:.1f}x "
+        f"| {100 * res['parity']['REP']:.2f} % | {100 * res['parity']['RER']:.2f} % |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The heavy, stateless half of an update batch: text, sketches and lengths of every page.
+
+Why apart from `batch.py`: parsing HTML and sketching are most of a batch's cost and need
+nothing of the index, so they run before the index lock is taken (a `/check` or a `/status`
+is never held behind another client's sketching), and they run for the whole batch in one
+kernel call (`kernels.sketch_texts`) instead of one call per page, which is what makes an
+insert rate of thousands of pages a second possible. `compute_batch` then only looks up
+and changes state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from neardup.config import Settings
+from neardup.kernels import canonicalize_packed, fingerprint64, pack_texts, sketch_packed
+from neardup.pipeline.steps.near_pairs import url_key
+from neardup.service.lengths import dim_lengths_packed
+from neardup.service.updates import PageUpdate, ServiceError, html_to_text
+
+
+@dataclass(frozen=True)
+class PageSketch:
+    """What the index needs of one page's content: its sketch and the numbers beside it."""
+
+    signature: np.ndarray  # the min-hash row (SIGNATURE_DTYPE)
+    n_shingles: int  # distinct shingles (0: nothing to compare)
+    shingle_fp: int  # shingle-set fingerprint: equal sets, equal values
+    n_tokens: int  # words of the canonical text
+    exact_fp: int  # fingerprint of the text as given
+    lengths: np.ndarray  # the tier-2 length vector (dims int32)
+    key: int  # the page key (URL hash) the scan breaks ties on
+
+
+@dataclass
+class PreparedBatch:
+    """A batch keyed by URL (the last entry for a URL wins) with the sketch of each page
+    that carries content."""
+
+    updates: dict[str, PageUpdate]
+    sketches: dict[str, PageSketch]
+
+
+def prepare_batch(updates: Iterable[PageUpdate], settings: Settings, dims: int) -> PreparedBatch:
+    """Key the batch by URL, turn HTML into text, and sketch every content page at once."""
+    batch: dict[str, PageUpdate] = {}
+    for u in updates:
+        if not u.url:
+            raise ServiceError("an update needs a url")
+        batch[u.url] = u
+    urls: list[str] = []
+    texts: list[str] = []
+    for url, u in batch.items():
+        if u.remove or u.redirect_to:
+            continue
+        if u.text is not None:
+            texts.append(u.text)
+        elif u.html is not None:
+            texts.append(html_to_text(u.html, url))
+        else:
+            continue
+        urls.append(url)
+    sketches: dict[str, PageSketch] = {}
+    if urls:
+        canonical = canonicalize_packed(*pack_texts(texts))  # once, for both kernels
+        sk = sketch_packed(*canonical, settings)
+        lens = dim_lengths_packed(*canonical, dims, settings.seed)
+        n_tokens = sk.n_tokens.tolist()
+        n_shingles = sk.n_shingles.tolist()
+        shingle_fp = sk.shingle_fp.tolist()
+        for i, (url, text) in enumerate(zip(urls, texts, strict=True)):
+            sketches[url] = PageSketch(
+                signature=sk.minhash[i].copy(),
+                n_shingles=n_shingles[i],
+                shingle_fp=shingle_fp[i],
+                n_tokens=n_tokens[i],
+                exact_fp=fingerprint64(text.encode("utf-8", "surrogatepass")),
+                lengths=lens[i],
+                key=url_key(url),
+            )
+    return PreparedBatch(batch, sketches)
