@@ -22,6 +22,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "scan": "neardup.pipeline.scan",
     "ScanResult": "neardup.pipeline.scan",
+    "InputError": "neardup.ingest.readers",  # an input that is missing or of no known kind
+    "PathsFileError": "neardup.ingest.paths_file",  # a bad paths file, sample= or shard=
     "OutputError": "neardup.store.outputs",
     "OutputExistsError": "neardup.store.outputs",
     "Settings": "neardup.config",

@@ -167,3 +167,115 @@ def test_ui_and_serve_on_a_busy_port_say_so_before_announcing(demo_run, tmp_path
             assert code == 2, out
             assert f"cannot listen on 127.0.0.1:{port}" in out
             assert "on http://" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--num-perm", "0"], "error: --num-perm must be at least 1"),
+        (["--max-shingle-df", "-1"], "error: --max-shingle-df must be >= 0"),
+        (["--method", "simhash", "--hamming", "99"], "error: --hamming must be between 0 and 31"),
+        (["--bands", "3"], "error: give both --bands and --rows, or neither"),
+        (["--containment", "0.5"], "use --method broder-min or broder-mod"),
+    ],
+)
+def test_refused_settings_name_the_options(demo_crawl, tmp_path, args, expected) -> None:
+    code, out = _run("scan", str(demo_crawl.warc_paths[0]), "-o", str(tmp_path / "r"), *args)
+    assert code == 2 and expected in out
+    assert not any(field in out for field in ("num_perm", "max_shingle_df", "simhash_distance"))
+
+
+def test_crawl_refuses_settings_in_the_same_words(demo_crawl, tmp_path) -> None:
+    args = ["crawl", str(demo_crawl.warc_paths[0]), "-l", "w1", "--store", str(tmp_path / "s")]
+    code, out = _run(*args, "--num-perm", "0")
+    assert code == 2 and "error: --num-perm must be at least 1" in out
+
+
+def test_add_speaks_json_and_tsv(demo_crawl, tmp_path) -> None:
+    """`add` prints its totals like the other commands: JSON with --json, else one
+    `what<TAB>value` row per figure under a header on a pipe."""
+    store = str(tmp_path / "idx")
+    code, out = _run("add", store, str(demo_crawl.warc_paths[0]), "--json")
+    assert code == 0
+    totals = json.loads(out)
+    assert totals["pages"] > 0
+    code, out = _run("add", store, str(demo_crawl.warc_paths[0]))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "what\tvalue"
+    again = dict(line.split("\t") for line in lines[1:])
+    assert int(again["pages"]) == totals["pages"]  # the same page set, sent again
+
+
+def test_rollup_to_a_pipe_is_one_whole_row_per_url(demo_run, tmp_path) -> None:
+    con = duckdb.connect()
+    urls = [
+        u
+        for (u,) in con.execute(
+            "SELECT url FROM read_parquet(?) WHERE cluster_id IS NOT NULL ORDER BY doc_id LIMIT 5",
+            [str(demo_run.path / "pages.parquet")],
+        ).fetchall()
+    ]
+    ranked = tmp_path / "ranked.txt"
+    ranked.write_text("\n".join(urls) + "\n", encoding="utf-8")
+    code, out = _run("rollup", str(demo_run.path), str(ranked), "--json")
+    assert code == 0
+    entries = json.loads(out)
+    code, out = _run("rollup", str(demo_run.path), str(ranked))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split("\t") == ["rank", "url", "role", "group", "title"]
+    rows = [line.split("\t") for line in lines[1:]]
+    expected = [
+        (str(e["rank"]), url)
+        for e in entries
+        for url in [e["url"], *e["more_pages"], *e["replicas"], *e["other_copies"]]
+    ]
+    assert [(r[0], r[1]) for r in rows] == expected
+    assert {r[2] for r in rows} >= {"result", "other copy"}
+
+
+def test_pipe_headers_are_names_a_script_can_use(demo_run, tmp_path) -> None:
+    """No header cell starts a comment ('#') or carries brackets or spaces."""
+    code, out = _run("collections", str(demo_run.path), "--out", str(tmp_path / "c"))
+    assert code == 0
+    header = out.splitlines()[0].split("\t")
+    assert header[0] == "rank"
+    code, out = _run("mirrors", str(demo_run.path), "--out", str(tmp_path / "m"))
+    assert code == 0
+    header = out.splitlines()[0].split("\t")
+    assert all(cell.replace("_", "").isalnum() for cell in header), header
+
+
+def test_a_bad_file_among_good_ones_is_named(demo_crawl, tmp_path) -> None:
+    """The summary counts skips by reason; the files that gave no page at all are named
+    in one closing line (on stderr when stdout is a pipe), each with its reason."""
+    noise = tmp_path / "noise.warc.gz"
+    noise.write_bytes(bytes(range(256)) * 20)
+    empty = tmp_path / "empty.warc.gz"
+    empty.write_bytes(b"")
+    good = str(demo_crawl.warc_paths[0])
+    args = ["scan", good, str(noise), str(empty), "--out", str(tmp_path / "r"), "-q"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "noise.warc" not in result.stdout  # stdout stays key<TAB>value lines
+    notes = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(notes) == 1 and notes[0].startswith("no page could be read from 2 input(s):")
+    assert f"{empty}: empty file" in notes[0] and f"{noise}: not a WARC" in notes[0]
+    assert good not in notes[0]
+
+
+def test_verbose_lists_the_files_and_the_settings_first(demo_crawl, tmp_path) -> None:
+    """`-v` says which files a paths file's --shard picked, and the settings changed."""
+    listing = tmp_path / "mine.paths"
+    listing.write_text("".join(f"{p.name}\n" for p in demo_crawl.warc_paths), encoding="utf-8")
+    base = str(demo_crawl.warc_paths[0].parent)
+    args = ["scan", str(listing), "--paths-base", base, "--shard", "1/2", "--threshold", "0.85"]
+    result = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "r"), "-v", "-q"])
+    assert result.exit_code == 0, result.output
+    picked = demo_crawl.warc_paths[1::2]
+    assert picked and len(picked) < len(demo_crawl.warc_paths)
+    lines = result.stderr.splitlines()
+    assert lines[: len(picked)] == [f"input: {base}/{p.name} (warc)" for p in picked]
+    assert lines[len(picked)] == f"{len(picked)} input file(s); settings: threshold=0.85"
+    assert "input:" not in result.stdout

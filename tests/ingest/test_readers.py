@@ -153,3 +153,37 @@ def test_html_dir_without_base_url_uses_file_urls(tmp_path: Path) -> None:
     assert records[0].url == (site / "index.html").resolve().as_uri()
     target = (site / "sub dir" / "b.htm").resolve().as_uri()
     assert extract_page(records[0]).links == [target]
+
+
+def test_readers_report_the_bytes_they_consume(tmp_path: Path) -> None:
+    """The reading bar: `input_bytes` is the size of what `iter_records` reads (an HTML
+    folder counts its HTML files), and the bytes reported as records are read add up to it,
+    moving within a file (archives by their records' offsets, JSONL by its position)."""
+    from neardup.ingest.readers import input_bytes
+
+    warc = tmp_path / "a.warc.gz"
+    tiny_warc(warc, [f"http://w.example/{i}" for i in range(50)])
+    plain = tmp_path / "b.warc"
+    tiny_warc(plain, [f"http://p.example/{i}" for i in range(20)], gz=False)
+    rows = "".join(
+        json.dumps({"url": f"http://j/{i}", "text": "w " * 40}) + "\n" for i in range(300)
+    )
+    (tmp_path / "t.jsonl").write_text(rows)
+    (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress(rows.encode()))
+    html_tree(tmp_path / "site")
+    (tmp_path / "site" / "gone.html").symlink_to(tmp_path / "nowhere.html")  # one row, 0 bytes
+    arc = tmp_path / "old.arc.gz"
+    tiny_arc(arc)
+    files = [warc, plain, tmp_path / "t.jsonl", tmp_path / "t.jsonl.gz", arc]
+    html = [tmp_path / "site" / "index.html", *(tmp_path / "site" / "sub dir").iterdir()]
+    inputs = [str(p) for p in files] + [str(tmp_path / "site")]
+    size = sum(p.stat().st_size for p in files + html)
+    assert input_bytes(inputs) == size
+    read: list[int] = []
+    per_file: dict[str, int] = {}
+    for rec in iter_records(inputs, on_bytes=read.append):
+        per_file[rec.source] = sum(read)
+    assert sum(read) == size and all(n > 0 for n in read)
+    assert len(read) > len(inputs) + 50  # within files too, not one step per file
+    assert 0 < per_file[str(warc)] <= warc.stat().st_size
+    assert input_bytes([str(tmp_path / "missing-*.warc")]) is None  # refused by the scan

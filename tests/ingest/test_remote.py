@@ -242,6 +242,20 @@ def test_paths_file_sample_and_shard_are_deterministic(served, tmp_path):
         resolve_inputs([str(root / "a.warc.gz")], base, sample=1)
 
 
+def test_a_selection_that_leaves_nothing_says_so(tmp_path):
+    """An empty paths file, or a shard past the end of a short one, is refused by name
+    before any work (not a later "no input given")."""
+    empty = _paths_file(tmp_path / "empty.paths.gz", [])
+    with pytest.raises(PathsFileError, match="lists no files"):
+        resolve_inputs([str(empty)])
+    short = _paths_file(tmp_path / "short.paths.gz", ["a.warc.gz", "b.warc.gz"])
+    with pytest.raises(PathsFileError, match=r"--shard 2/3 selects none of 2 file\(s\)"):
+        resolve_inputs([str(short)], shard="2/3")
+    with pytest.raises(PathsFileError, match=r"--shard 1/2 selects none of 1 file\(s\)"):
+        resolve_inputs([str(short)], sample=1, shard="1/2")
+    assert len(resolve_inputs([str(short)], shard="1/3")) == 1
+
+
 def test_paths_file_over_http_through_the_cli(served, tmp_path):
     root, base = served
     _paths_file(root / "warc.paths.gz", ["a.warc.gz", "b.warc.gz", "c.warc.gz"])
@@ -251,6 +265,25 @@ def test_paths_file_over_http_through_the_cli(served, tmp_path):
     assert proc.returncode == 0, proc.stderr + proc.stdout
     local = page_rows(scan([str(root / "b.warc.gz")], tmp_path / "b", workers=1).path)
     assert page_rows(out) == local
+
+
+def test_paths_file_through_the_python_api(served, tmp_path):
+    """`neardup.scan` takes a paths file with sample/shard/paths_base as the CLI does: the
+    same files, hence the same rows, and the inputs it records are the files listed."""
+    import neardup
+
+    root, base = served
+    listing = _paths_file(tmp_path / "warc.paths.gz", ["a.warc.gz", "b.warc.gz", "c.warc.gz"])
+    api = neardup.scan([listing], tmp_path / "api", workers=1, paths_base=base, shard="1/2")
+    assert api.summary["inputs"] == [base + "b.warc.gz"]
+    assert page_rows(api.path) == page_rows(scan([str(root / "b.warc.gz")], tmp_path / "b").path)
+    sampled = neardup.scan([listing], tmp_path / "s", workers=1, paths_base=base, sample=2)
+    assert sampled.summary["inputs"] == resolve_inputs([str(listing)], base, sample=2)
+    with pytest.raises(neardup.PathsFileError, match="shard"):  # exported for callers
+        neardup.scan([listing], tmp_path / "bad", paths_base=base, shard="5/2")
+    with pytest.raises(PathsFileError, match="paths file"):
+        neardup.scan([root / "a.warc.gz"], tmp_path / "bad", sample=1)
+    assert not (tmp_path / "bad").exists()
 
 
 def test_dedup_refuses_a_url(served, tmp_path):
@@ -290,3 +323,46 @@ def test_parquet_over_http_is_read_in_ranges(served):
     assert len(local) == 2
     assert record_rows([base + "t.parquet"]) == local
     assert record_rows([base + "gone.parquet"]) == [(None, None, "cannot fetch: not found")]
+
+
+def test_progress_knows_the_size_of_a_url_and_follows_its_stream(served, s3):
+    """The reading bar's total is the size the server or the store reports, and the bytes
+    the readers report add up to it; stdin has no size, so no total."""
+    from neardup.ingest.readers import input_bytes
+
+    root, base = served
+    size = (root / "a.warc.gz").stat().st_size + (root / "b.warc.gz").stat().st_size
+    for urls in ([base + "a.warc.gz", base + "b.warc.gz"], [s3 + "*.warc.gz"]):
+        assert input_bytes(urls) == size
+        read: list[int] = []
+        rows = [(r.url, r.status) for r in iter_records(urls, on_bytes=read.append)]
+        assert len(rows) == 16 and sum(read) == size
+    assert input_bytes([base + "a.warc.gz", "-"]) is None
+    assert input_bytes([base + "gone.warc.gz"]) is None  # read later, where it is one row
+
+
+def test_plain_jsonl_from_http_and_stdin(served, tmp_path):
+    """A JSONL that is not gzipped streams as lines, with its bytes counted."""
+    root, base = served
+    lines = "".join(
+        json.dumps({"url": f"http://p.example/{i}", "text": f"plain words {i}"}) + "\n"
+        for i in range(200)
+    ).encode()
+    (root / "plain.jsonl").write_bytes(lines)
+    local = record_rows([str(root / "plain.jsonl")])
+    read: list[int] = []
+    assert [
+        (r.url, r.status, r.skipped_reason)
+        for r in iter_records([base + "plain.jsonl"], on_bytes=read.append)
+    ] == local
+    assert len(local) == 200 and sum(read) == len(lines)
+    script = (
+        "from neardup.ingest import iter_records\n"
+        "print([(r.url, r.status, r.skipped_reason) for r in iter_records(['-'])])"
+    )
+    with open(root / "plain.jsonl", "rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True, timeout=60
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == repr(local)

@@ -18,7 +18,8 @@ import typer
 from rich.markup import escape
 
 from neardup.cli.output import emit_table, fail, out_console
-from neardup.config import Settings, SettingsError
+from neardup.cli.scan_options import _settings
+from neardup.config import SettingsError
 from neardup.crawls.cross_crawl import cross_crawl_clusters
 from neardup.crawls.evolution import evolution
 from neardup.crawls.lost_found import find_moved, find_moved_all, query
@@ -89,11 +90,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Scan INPUTS as crawl LABEL of a store (store/crawls/LABEL, listed in crawls.json)."""
         try:
-            given = {"threshold": threshold, "num_perm": num_perm}
-            given = {k: v for k, v in given.items() if v is not None}
-            if preset is not None and preset.lower() != "fetterly":
-                raise SettingsError(f"unknown preset {preset!r} (known: fetterly)")
-            settings = Settings.fetterly(**given) if preset else Settings(**given)
+            settings = _settings(preset, threshold=threshold, num_perm=num_perm)
             result = add_crawl(inputs, store, label, settings, workers, base_url, force)
         except ERRORS as err:
             fail(str(err))

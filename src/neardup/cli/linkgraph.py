@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from neardup.cli.output import emit_table, fail, note, out_console
+from neardup.cli.output import emit_table, fail, note, out_console, to_terminal
 from neardup.store import RunError
 
 RunArg = Annotated[Path, typer.Argument(help="run directory (from `neardup scan`)")]
@@ -272,6 +272,19 @@ def rollup_command(
         fail(str(err))
     if as_json:
         _print_json([e.to_dict() for e in entries])
+        return
+    if not to_terminal():  # one row per URL, whole, with what it is to its entry
+        rows: list[list[object]] = []
+        for e in entries:
+            role = "result" if e.known else "result (not in the crawl)"
+            rows.append([e.rank, e.url, role, e.group, e.title])
+            for kind, urls in (
+                ("more from this collection", e.more_pages),
+                ("replica", e.replicas),
+                ("other copy", e.other_copies),
+            ):
+                rows += [[e.rank, url, kind, e.group, None] for url in urls]
+        emit_table("rolled-up results", ["rank", "url", "role", "group", "title"], rows)
         return
     for e in entries:
         title = f" [dim]{escape(e.title)}[/]" if e.title else ""

@@ -18,10 +18,14 @@ from neardup import __version__
 from neardup.cli import crawls, demo, linkgraph, report, scan, service
 from neardup.cli.output import console
 
+# Help and usage errors are Click's plain text, not Rich panels: the panels give option names
+# a column of their own that a narrow terminal cuts ("--max-shingle-…"), where plain help
+# keeps every name whole and wraps only the descriptions.
 app = typer.Typer(
     help="Find near-duplicate pages, mirrors and replicated collections in web crawls.",
     no_args_is_help=True,
     add_completion=True,
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
 )
 

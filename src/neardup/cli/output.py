@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import NoReturn
 
 import typer
@@ -43,6 +44,14 @@ def _cell(value: object) -> str:
     return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
 
+def _header(column: str) -> str:
+    """A column's name on a pipe: lower case, words joined by `_` ("min sim" -> min_sim,
+    "skip (prefix)" -> skip_prefix), so a script can name it; "#" is `rank`, since a line
+    starting with "#" is a comment to TSV readers."""
+    name = re.sub(r"[^0-9a-z]+", "_", column.lower()).strip("_")
+    return name or "rank"
+
+
 def emit_table(
     title: str,
     columns: list[str],
@@ -59,7 +68,7 @@ def emit_table(
     `# title` line, which TSV readers skip as a comment."""
     if not to_terminal():
         lines = [f"# {title}"] if title_on_pipe else []
-        lines.append("\t".join(c.replace(" ", "_") for c in columns))
+        lines.append("\t".join(_header(c) for c in columns))
         lines += ["\t".join(_cell(v) for v in row) for row in rows]
         print("\n".join(lines), flush=True)
         return

@@ -8,14 +8,14 @@ Every command has a Python API counterpart (`neardup.scan`, `neardup.write_dedup
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
-from neardup.cli.output import emit_table, fail, out_console
-from neardup.cli.progress import RichProgress
+from neardup.cli.output import console, emit_table, fail, note, out_console
+from neardup.cli.progress import RichProgress, show_progress
 from neardup.cli.scan_options import (
     SCAN_ERRORS,
     Bands,
@@ -43,6 +43,7 @@ from neardup.cli.scan_options import (
     SparkMaster,
     SparkWork,
     Threshold,
+    Verbose,
     Verify,
     Workers,
     Wrap,
@@ -50,7 +51,7 @@ from neardup.cli.scan_options import (
     refuse_remote_dedup,
     resolve_inputs_or_fail,
 )
-from neardup.cli.summary import print_summary, why_nothing
+from neardup.cli.summary import print_summary, unusable_inputs, why_nothing
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
 from neardup.pipeline.scan import EmptyScanError, scan
@@ -65,6 +66,26 @@ def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
             fail(f"--spark-conf takes KEY=VALUE, got {pair!r}")
         conf[key.strip()] = value.strip()
     return conf
+
+
+def _announce(inputs: list[str], settings: Settings) -> None:
+    """`-v`: the files the scan will read (globs, folders and paths files expanded, with
+    their kinds) and the settings that differ from the defaults, on stderr before any work,
+    so a `--sample`/`--shard` selection can be checked before it runs for hours."""
+    from neardup.ingest.readers import InputError, expand_inputs
+
+    try:
+        files = expand_inputs(inputs)
+    except InputError as err:
+        fail(str(err))
+    for path, kind in files:
+        console.print(f"input: {escape(path)} ({kind})", highlight=False, soft_wrap=True)
+    defaults = Settings().to_dict()
+    changed = {k: v for k, v in settings.to_dict().items() if defaults.get(k) != v}
+    shown = " ".join(f"{k}={v}" for k, v in changed.items()) or "the defaults"
+    console.print(
+        f"{len(files)} input file(s); settings: {escape(shown)}", highlight=False, soft_wrap=True
+    )
 
 
 def _run_scan(
@@ -84,7 +105,7 @@ def _run_scan(
 
     try:
         runner = engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
-        with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
+        with RichProgress(enabled=show_progress(quiet)) as progress:
             result = scan(
                 inputs,
                 out,
@@ -153,6 +174,7 @@ def scan_command(
     spark_work: SparkWork = None,
     force: Annotated[bool, typer.Option(help="replace an existing run directory")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    verbose: Verbose = False,
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     crawl: Annotated[
         str | None,
@@ -184,6 +206,8 @@ def scan_command(
     except SettingsError as err:
         fail(str(err))
     inputs = resolve_inputs_or_fail(inputs, paths_base, sample, shard)
+    if verbose:
+        _announce(inputs, settings)
     if crawl is None:
         summary = _run_scan(
             inputs,
@@ -202,12 +226,16 @@ def scan_command(
         if engine != "embedded":
             fail("--crawl runs on the embedded engine; scan with --engine spark into a run")
         summary = _add_crawl(inputs, out, crawl, settings, workers, base_url, force)
+    run_dir = out if crawl is None else out / "crawls" / crawl  # where `pages` is
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))
     elif summary["sketched"]:
         print_summary(summary, out)
+        unusable = unusable_inputs(run_dir)  # a bad file among good ones, by name
+        if unusable:
+            note(unusable)
     if summary["sketched"] == 0:
-        fail(f"no usable page could be read from the input: {why_nothing(out)}", code=1)
+        fail(f"no usable page could be read from the input: {why_nothing(run_dir)}", code=1)
 
 
 def summary_command(
@@ -289,7 +317,8 @@ def dedup_command(
     force: Annotated[
         bool, typer.Option(help="replace an earlier dedup output in OUT (never other files)")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    verbose: Verbose = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
 ) -> None:
     """Write INPUTS without their non-representative near-duplicates, plus keep/remove lists."""
@@ -300,7 +329,9 @@ def dedup_command(
             refuse_remote_dedup([str(p) for p in inputs])
             # deduplication needs no link graph: skip extracting it
             settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
-            with RichProgress(enabled=not quiet and sys.stderr.isatty()) as progress:
+            if verbose:
+                _announce([str(p) for p in inputs], settings)
+            with RichProgress(enabled=show_progress(quiet)) as progress:
                 _, result = scan_and_deduplicate(
                     [str(p) for p in inputs],
                     out,

@@ -7,6 +7,7 @@ types, refuse the same errors and turn options into `Settings` the same way.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
@@ -70,6 +71,10 @@ Shard = Annotated[
     typer.Option(help="read shard i/n of the paths file (i from 0): every n-th file from the i-th"),
 ]
 Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
+Verbose = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="list the files to read and the settings before starting"),
+]
 Method = Annotated[
     str,
     typer.Option(
@@ -143,15 +148,40 @@ def refuse_remote_dedup(inputs: list[str]) -> None:
             fail(f"dedup reads local files only: {raw} is a URL or stdin (download it first)")
 
 
+# The options whose names differ from their `Settings` field's (the others are the field's
+# name with dashes: num_perm is --num-perm).
+_OPTION_OF_FIELD = {
+    "wrap_shingles": "--wrap",
+    "extract_links": "--links",
+    "simhash_distance": "--hamming",
+}
+
+
 def _settings(
     preset: str | None,
     **options: Any,
 ) -> Settings:
+    """The settings the options make (`options` are `Settings` fields); a refusal is raised
+    in the command line's words, naming options (--num-perm) where `Settings` names its
+    fields (num_perm)."""
     given = {k: v for k, v in options.items() if v is not None}
-    if preset is None:
-        return Settings(**given)
-    if preset.lower() != "fetterly":
-        raise SettingsError(f"unknown preset {preset!r} (known: fetterly)")
-    if given.get("method") == "minhash":
-        given.pop("method")  # the preset's own generator unless another was asked for
-    return Settings.fetterly(**given)
+    try:
+        if preset is None:
+            return Settings(**given)
+        if preset.lower() != "fetterly":
+            raise SettingsError(f"unknown preset {preset!r} (known: fetterly)")
+        if given.get("method") == "minhash":
+            given.pop("method")  # the preset's own generator unless another was asked for
+        return Settings.fetterly(**given)
+    except SettingsError as err:
+        raise SettingsError(in_option_words(str(err), options)) from None
+
+
+def in_option_words(message: str, fields: Iterable[str]) -> str:
+    """`message` with each of `fields` (Settings field names that are options of this
+    command) written as its option: "num_perm must be at least 1" becomes "--num-perm must
+    be at least 1". Whole words only, so `threshold` inside `core_threshold` stays."""
+    for field in sorted(fields, key=len, reverse=True):
+        option = _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+        message = re.sub(rf"(?<![\w-]){re.escape(field)}(?![\w-])", option, message)
+    return message

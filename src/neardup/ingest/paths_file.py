@@ -83,9 +83,7 @@ def select(entries: list[str], sample: int | None = None, shard: str | None = No
     if sample is not None:
         if sample < 1:
             raise PathsFileError(f"--sample {sample}: give a number of files, 1 or more")
-        ranked = sorted(
-            range(len(chosen)), key=lambda k: xxhash.xxh64_intdigest(chosen[k].encode())
-        )
+        ranked = sorted(range(len(chosen)), key=lambda k: _rank(chosen[k]))
         keep = set(ranked[:sample])
         chosen = [e for k, e in enumerate(chosen) if k in keep]
     if shard is not None:
@@ -112,7 +110,16 @@ def resolve_inputs(
     out: list[str] = []
     for path in inputs:
         if is_paths_file(path):
-            chosen = select(listed_paths(path), sample, shard)
+            listed = listed_paths(path)
+            if not listed:  # else the scan would end with a puzzling "no input given"
+                raise PathsFileError(f"{path}: the paths file lists no files")
+            sampled = select(listed, sample)
+            chosen = select(sampled, shard=shard)
+            if not chosen:
+                raise PathsFileError(
+                    f"{path}: --shard {shard} selects none of {len(sampled)} file(s);"
+                    " give fewer shards"
+                )
             out.extend(join_base(chosen, paths_base or DEFAULT_PATHS_BASE))
         else:
             out.append(path)

@@ -16,15 +16,24 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.arc_reader import iter_arc
 from neardup.ingest.common import read_head, sniff_kind
-from neardup.ingest.html_dir import has_html_files, iter_html_dir
+from neardup.ingest.html_dir import has_html_files, html_files, iter_html_dir
 from neardup.ingest.limits import entry_problem, safe_text
 from neardup.ingest.record import RawRecord
-from neardup.ingest.remote import expand_remote, fetch_head, is_remote, iter_remote, url_name
+from neardup.ingest.remote import (
+    STDIN,
+    expand_remote,
+    fetch_head,
+    is_remote,
+    iter_remote,
+    remote_size,
+    url_name,
+)
 from neardup.ingest.tables import iter_jsonl, iter_parquet
 from neardup.ingest.warc_reader import iter_warc
 
@@ -37,6 +46,13 @@ _SUFFIX_KINDS = (
     ((".html", ".htm"), "html_dir"),
 )
 _GLOB_CHARS = frozenset("*?[")
+# Sizes of URLs cost a request each: asked in parallel, and not at all for a longer list
+# (a whole published crawl), whose progress bar then counts bytes without a total.
+_SIZE_THREADS = 16
+_MAX_SIZE_REQUESTS = 1000
+
+# Called with the number of input bytes the readers have newly consumed.
+OnBytes = Callable[[int], None]
 
 
 class InputError(ValueError):
@@ -186,27 +202,134 @@ def iter_records(
     paths: list[str],
     base_url: str | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    on_bytes: OnBytes | None = None,
 ) -> Iterator[RawRecord]:
     """Every record of every input, inputs in the given order, records in file order.
 
     All inputs are checked first (InputError for a missing or unknown one), so this raises
     before the first record or not at all; `base_url` is the URL prefix for html_dir inputs.
     Bodies above `max_payload_bytes` are not read: their records say "payload too large".
+
+    `on_bytes(n)`, when given, is called as the readers consume n more bytes of the inputs,
+    for a progress bar whose total is `input_bytes(paths)`: once every record is read, the
+    calls add up to that total (on a local input exactly; on a URL, the bytes streamed).
     """
     inputs = expand_inputs(paths)
-    return _chain(inputs, base_url, max_payload_bytes)
+    return _chain(inputs, base_url, max_payload_bytes, on_bytes)
 
 
-def _chain(inputs: list[tuple[str, str]], base_url: str | None, cap: int) -> Iterator[RawRecord]:
+def _chain(
+    inputs: list[tuple[str, str]], base_url: str | None, cap: int, on_bytes: OnBytes | None
+) -> Iterator[RawRecord]:
     """The records of the checked inputs, one reader after another."""
     for path, kind in inputs:
+        local = on_bytes is not None and not is_remote(path)
+        meter = _InputMeter(_local_size(path) if local else None, on_bytes)
         if is_remote(path):
-            records = iter_remote(path, kind, cap)
+            records = iter_remote(path, kind, cap, meter.reached if on_bytes else None)
+        elif kind == "jsonl":  # rows are numbered, not placed: the reader tells its position
+            records = iter_jsonl(path, cap, meter.reached if on_bytes else None)
         else:
             records = _reader(kind, base_url, cap)(path)
         for rec in records:
+            meter.record(rec)
             rec.source = safe_text(rec.source)
             yield rec
+        meter.finish()
+
+
+class _InputMeter:
+    """How far the readers are into one input, passed on as increments to `on_bytes`.
+
+    A reader shows its position in one of two ways: a stream's reader calls `reached` with
+    the bytes read so far (URLs, stdin, JSONL), and every record with a `length` lies at
+    byte `offset` of its `source`, so the input is read up to its end (the archives, whose
+    offsets `dedup` copies by; an HTML folder's files, one source each, one after another).
+    Credit never exceeds a known `size` and never goes back, and `finish` credits the rest
+    of the size, so the increments add up to exactly the input's size.
+    """
+
+    def __init__(self, size: int | None, on_bytes: OnBytes | None) -> None:
+        self.size = size
+        self.on_bytes = on_bytes
+        self.credited = 0  # what on_bytes has been told
+        self.earlier = 0  # bytes of the input's sources before the current one
+        self.source: str | None = None
+        self.position = 0  # how far the current source is read
+
+    def reached(self, position: int) -> None:
+        """The input's single stream is read up to `position`."""
+        self._credit(position)
+
+    def record(self, rec: RawRecord) -> None:
+        """A record was read: its source is read at least to the record's end."""
+        if self.on_bytes is None or rec.length is None:
+            return
+        if rec.source != self.source:
+            self.earlier += self.position
+            self.source, self.position = rec.source, 0
+        self.position = max(self.position, rec.offset + rec.length)
+        self._credit(self.earlier + self.position)
+
+    def finish(self) -> None:
+        """The input is read to its end."""
+        if self.size is not None:
+            self._credit(self.size)
+
+    def _credit(self, upto: int) -> None:
+        if self.on_bytes is None:
+            return
+        if self.size is not None:
+            upto = min(upto, self.size)
+        if upto > self.credited:
+            self.on_bytes(upto - self.credited)
+            self.credited = upto
+
+
+def input_bytes(paths: list[str]) -> int | None:
+    """The bytes `iter_records(paths)` reads: the total of its progress, or None if unknown.
+
+    Local files count their size (an HTML folder, its HTML files); a URL, the size its
+    store reports. Stdin has none, and neither has a URL whose server does not say or a list
+    of more than `_MAX_SIZE_REQUESTS` URLs; one unknown size makes the total unknown. Never
+    raises: a bad input is reported by the reading, not by its progress bar."""
+    try:
+        items = [item for path in paths for item in _expand_one(path)]
+    except Exception:  # InputError, or a store that cannot list: the scan says why
+        return None
+    urls = [item for item in items if is_remote(item)]
+    if len(urls) > _MAX_SIZE_REQUESTS or STDIN in urls:
+        return None
+    url_sizes: dict[str, int | None] = {}
+    if urls:
+        pool = ThreadPoolExecutor(_SIZE_THREADS)
+        try:
+            url_sizes = dict(zip(urls, pool.map(remote_size, urls), strict=True))
+        finally:  # after Ctrl-C, drop the requests not yet sent rather than wait for them
+            pool.shutdown(wait=False, cancel_futures=True)
+    total = 0
+    for item in items:
+        size = url_sizes[item] if is_remote(item) else _local_size(item)
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def _local_size(path: str) -> int:
+    """The bytes of a local input: a file's size, an HTML folder's HTML files together;
+    0 for an entry that cannot be read (it becomes one row and is read no further)."""
+    if os.path.isdir(path):
+        return sum(_file_size(str(f)) for f in html_files(Path(path)))
+    return _file_size(path)
+
+
+def _file_size(path: str) -> int:
+    """A regular file's size; 0 for anything else (a dangling link, a FIFO: never opened)."""
+    try:
+        return os.stat(path).st_size if os.path.isfile(path) else 0
+    except OSError:
+        return 0
 
 
 def _reader(kind: str, base_url: str | None, cap: int) -> Callable[[str], Iterator[RawRecord]]:
@@ -238,4 +361,12 @@ def iter_unreadable(path: str) -> Iterator[RawRecord]:
     yield RawRecord(source=path, offset=0, record_type="file", skipped_reason=reason)
 
 
-__all__ = ["KINDS", "InputError", "detect_input_kind", "expand_inputs", "iter_records"]
+__all__ = [
+    "KINDS",
+    "InputError",
+    "OnBytes",
+    "detect_input_kind",
+    "expand_inputs",
+    "input_bytes",
+    "iter_records",
+]

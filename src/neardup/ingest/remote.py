@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import sys
 import time
 import zlib
@@ -87,17 +88,35 @@ def _open_url(url: str) -> Any:
     return fs.open(path, "rb")
 
 
+def remote_size(url: str) -> int | None:
+    """The size in bytes of the file at `url` as its store reports it (a HEAD on HTTP, the
+    object's metadata on S3), or None: stdin, a server that does not say, or any failure,
+    since a size only feeds a progress bar and must never stop a scan."""
+    if url == STDIN:
+        return None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+        size = fs.size(path)
+    except Exception:  # the store's own errors; a failed fetch is reported when it is read
+        return None
+    return int(size) if size is not None else None
+
+
 class _Counting:
     """A byte stream seen through `read` and a `tell` that counts what was read: FastWARC
-    asks for both, and a pipe or an HTTP stream has no `tell` of its own."""
+    asks for both, and a pipe or an HTTP stream has no `tell` of its own. `on_read`, when
+    given, hears the count after every read, so a progress bar can follow the stream."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, on_read: Callable[[int], None] | None = None) -> None:
         self.inner = inner
         self.pos = 0
+        self.on_read = on_read
 
     def read(self, size: int = -1) -> bytes:
         data = self._read(size if size and size > 0 else _CHUNK)
         self.pos += len(data)
+        if self.on_read is not None:
+            self.on_read(self.pos)
         return data
 
     def _read(self, size: int) -> bytes:
@@ -131,8 +150,13 @@ class RetryingReader(_Counting):
     on a fresh connection that skips to where the last one broke. Raises OSError when the
     tries are spent, FileNotFoundError (and the like) at once."""
 
-    def __init__(self, url: str, opener: Callable[[str], Any] = _open_url) -> None:
-        super().__init__(None)
+    def __init__(
+        self,
+        url: str,
+        opener: Callable[[str], Any] = _open_url,
+        on_read: Callable[[int], None] | None = None,
+    ) -> None:
+        super().__init__(None, on_read)
         self.url = url
         self.opener = opener
         self._retrying(lambda _f: None)  # the first fetch: a missing file fails here
@@ -192,9 +216,15 @@ def fetch_head(url: str, size: int = 1 << 16) -> bytes:
 
 
 def iter_remote(
-    url: str, kind: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    url: str,
+    kind: str,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[RawRecord]:
-    """Every record of a URL (or of stdin) of the given kind, in order; never raises."""
+    """Every record of a URL (or of stdin) of the given kind, in order; never raises.
+
+    `on_read(n)` hears how many bytes of the stream have been read so far, as they are read
+    (a progress bar's position; Parquet, read in ranges, reports none)."""
     if kind == "parquet" and url != STDIN:
         yield from _parquet_records(url, max_payload_bytes)
         return
@@ -203,7 +233,11 @@ def iter_remote(
         yield RawRecord(url, 0, "file", skipped_reason=reason)
         return
     try:
-        stream: _Counting = _Counting(sys.stdin.buffer) if url == STDIN else RetryingReader(url)
+        stream: _Counting = (
+            _Counting(sys.stdin.buffer, on_read)
+            if url == STDIN
+            else RetryingReader(url, on_read=on_read)
+        )
     except Exception as exc:  # any failed fetch is this input's one row
         yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc)}")
         return
@@ -239,11 +273,32 @@ def fetch_reason(exc: BaseException) -> str:
 
 
 def _maybe_gunzip(url: str, stream: _Counting) -> Any:
-    """The stream itself, or gunzipped when the name or the first bytes say gzip."""
+    """The stream as lines can be read from it: gunzipped when the name or the first bytes
+    say gzip, else buffered (the JSONL reader asks for `readline`, which a bare stream has
+    not). Closing what is returned leaves `stream` open: `iter_remote` closes it."""
     head = sys.stdin.buffer.peek(2)[:2] if url == STDIN else b""
     if url_name(url).endswith(".gz") or head == _GZIP:
         return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[arg-type]
-    return stream
+    return io.BufferedReader(_RawView(stream), _CHUNK)
+
+
+class _RawView(io.RawIOBase):
+    """`stream` as a raw binary file (`readinto`), for `io.BufferedReader`; closing the view
+    does not close the stream."""
+
+    def __init__(self, stream: _Counting) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not len(buffer):
+            return 0
+        data = self.stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _warc_records(url: str, stream: _Counting, cap: int) -> Iterator[RawRecord]:
@@ -269,5 +324,6 @@ __all__ = [
     "fetch_head",
     "is_remote",
     "iter_remote",
+    "remote_size",
     "url_name",
 ]

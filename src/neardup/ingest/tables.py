@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -27,17 +27,30 @@ _BATCH_ROWS = 1024
 
 
 def iter_jsonl(
-    path: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    path: str,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[RawRecord]:
-    """One RawRecord per non-blank line; `offset` is the 0-based line number."""
+    """One RawRecord per non-blank line; `offset` is the 0-based line number.
+
+    `on_read(n)` hears, after each row, how many bytes of the file (compressed, for a .gz)
+    have been read: a row number says nothing about how far into the file it is."""
     try:
-        with open(path, "rb") as probe:
-            gzipped = probe.read(2) == b"\x1f\x8b"
-        fh = gzip.open(path, "rb") if gzipped else open(path, "rb")  # noqa: SIM115
+        raw = open(path, "rb")  # noqa: SIM115 - closed below, across yields
     except OSError as exc:
         yield RawRecord(path, 0, "row", skipped_reason=f"cannot open: {exc}")
         return
-    yield from iter_jsonl_stream(path, fh, max_payload_bytes)
+    with raw:
+        try:
+            gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
+        except OSError as exc:
+            yield RawRecord(path, 0, "row", skipped_reason=f"cannot open: {exc}")
+            return
+        fh = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
+        for rec in iter_jsonl_stream(path, fh, max_payload_bytes):
+            if on_read is not None and not raw.closed:
+                on_read(raw.tell())
+            yield rec
 
 
 def iter_jsonl_stream(

@@ -22,8 +22,9 @@ import numpy as np
 
 from neardup.config import Settings
 from neardup.ingest import detect_input_kind
+from neardup.ingest.paths_file import resolve_inputs
 from neardup.pipeline.executors import ScanEngine, engine_named
-from neardup.pipeline.progress import Progress, SilentProgress
+from neardup.pipeline.progress import Progress, SilentProgress, Unit
 from neardup.pipeline.stages import run_stages
 from neardup.store import build_store
 from neardup.store.outputs import check_folder, marker_kind, replacing_folder
@@ -58,19 +59,28 @@ def scan(
     force: bool = False,
     progress: Progress | None = None,
     engine: str | ScanEngine = "embedded",
+    sample: int | None = None,
+    shard: str | None = None,
+    paths_base: str | None = None,
 ) -> ScanResult:
     """Find near-duplicate clusters in `inputs` (WARC/ARC files, HTML folders, JSONL or
-    Parquet tables) and write a run directory at `out`.
+    Parquet tables; URLs, `-` for stdin, or paths files such as Common Crawl's
+    `warc.paths.gz`) and write a run directory at `out`.
+
+    A paths file stands for the files it lists, joined to `paths_base` (Common Crawl's data
+    host by default); `sample` keeps N of them and `shard` ("i/n") every n-th from the i-th,
+    as `neardup scan --sample/--shard` do, through the same `resolve_inputs`. A bad paths
+    file or selection raises `PathsFileError` (a ValueError) before any work.
 
     `engine` is 'embedded' (local processes, the default), 'spark' (a local Spark session;
     see `neardup.pipeline.executors.spark.SparkEngine` for a cluster) or an engine object. Every
     engine writes the same tables for the same inputs and settings."""
     settings = settings or Settings()
     progress = progress or SilentProgress()
-    runner = engine_named(engine, workers) if isinstance(engine, str) else engine
-    paths = [str(p) for p in inputs]
+    paths = resolve_inputs([str(p) for p in inputs], paths_base, sample, shard)
     if not paths:
         raise ValueError("no input given")
+    runner = engine_named(engine, workers) if isinstance(engine, str) else engine
     for path in paths:
         if "://" not in path or runner.name != "spark":  # Spark opens its own URIs
             detect_input_kind(path)  # fails early, before any work, on an unreadable input
@@ -80,10 +90,12 @@ def scan(
     started = time.perf_counter()
 
     @contextmanager
-    def stage(key: str, label: str, total: int | None = None) -> Iterator[None]:
+    def stage(
+        key: str, label: str, total: int | None = None, unit: Unit = "items"
+    ) -> Iterator[None]:
         """Time a stage and show it as one progress bar."""
         t = time.perf_counter()
-        progress.stage(label, total)
+        progress.stage(label, total, unit)
         yield
         progress.done()
         times[key] = time.perf_counter() - t

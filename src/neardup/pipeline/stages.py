@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neardup.config import Settings
+from neardup.ingest.readers import input_bytes
 from neardup.pipeline.executors.base import ScanEngine, StagesOutcome, StageSteps, StageTimer
 from neardup.pipeline.progress import Progress
 from neardup.pipeline.steps.features import FEATURE_METHODS
@@ -55,13 +56,15 @@ class Stage:
     run: Callable[[StageSteps, StagesOutcome], None]  # the engine's implementation of it
     per_page: bool = False  # progress counts pages with text (known after ingest)
     when: Callable[[Settings, int], bool] = _always  # (settings, pages with text) -> runs?
+    # progress counts input bytes, of this total (None: unknown), as the readers consume them
+    input_size: Callable[[list[str]], int | None] | None = None
 
     def label_for(self, settings: Settings) -> str:
         return self.label if isinstance(self.label, str) else self.label(settings)
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("ingest", "read + extract", lambda steps, out: steps.ingest(out)),
+    Stage("ingest", "read + extract", lambda steps, out: steps.ingest(out), input_size=input_bytes),
     Stage(
         "count",
         "count shingles",
@@ -97,8 +100,11 @@ def run_stages(
         for step in STAGES:
             if not step.when(settings, outcome.with_text):
                 continue
-            total = outcome.with_text if step.per_page else None
-            with stage(step.key, step.label_for(settings), total):
+            if step.input_size is not None:
+                total, unit = (step.input_size(inputs) if progress.shown else None), "bytes"
+            else:
+                total, unit = (outcome.with_text if step.per_page else None), "items"
+            with stage(step.key, step.label_for(settings), total, unit=unit):
                 step.run(steps, outcome)
         outcome.workers = steps.workers
     return outcome

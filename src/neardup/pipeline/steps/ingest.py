@@ -7,7 +7,7 @@ of `pages_raw`, sketchable or skipped with a reason: nothing is dropped silently
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +158,16 @@ def _batches(records: Iterable[RawRecord], settings: Settings) -> Iterator[list[
         yield batch
 
 
+class _Tally:
+    """A running count of the input bytes the readers report (`iter_records`'s on_bytes)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, n: int) -> None:
+        self.count += n
+
+
 class _TableSink:
     """Streams record batches into one Parquet file, in row groups of about `rows` rows
     (the sketch stage parallelises over row groups)."""
@@ -191,21 +201,30 @@ def run_ingest(
     settings: Settings,
     engine: LocalEngine,
     base_url: str | None = None,
-    on_record: Callable[[int], None] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Read every input record and write the three ingest tables into `staging`."""
+    """Read every input record and write the three ingest tables into `staging`.
+
+    `advance(n)` hears progress in bytes of input (`input_bytes(inputs)` in all): a batch's
+    bytes count once its pages are extracted and written, not when they are read, so the
+    bar follows the slower of the two."""
     result = IngestResult()
     pages = _TableSink(staging / "pages_raw.parquet", PAGES_RAW_SCHEMA, 8192)
     texts = _TableSink(staging / "page_text.parquet", PAGE_TEXT_SCHEMA, TEXT_ROW_GROUP)
     links = _TableSink(staging / "links.parquet", LINKS_SCHEMA, 65536)
-    record_batches = _batches(iter_records(inputs, base_url, settings.max_payload_bytes), settings)
+    read = _Tally()  # input bytes the readers have consumed so far
+    records = iter_records(inputs, base_url, settings.max_payload_bytes, on_bytes=read)
+    record_batches = _batches(records, settings)
+    read_at: deque[int] = deque()  # bytes read when each batch in flight was framed
 
     def tasks() -> Iterator[tuple[list[RawRecord], int, int, bool]]:
         first = 0
         for batch in record_batches:
+            read_at.append(read.count)
             yield batch, first, settings.max_payload_bytes, settings.extract_links
             first += len(batch)
 
+    shown = 0  # bytes passed to `advance`
     try:
         for tables in engine.map(_extract_batch, tasks()):
             pages.write(tables.pages)
@@ -215,8 +234,12 @@ def run_ingest(
             result.with_text += tables.with_text
             result.skipped.update(tables.skipped)
             result.formats.update(tables.formats)
-            if on_record:
-                on_record(tables.pages.num_rows)
+            done = read_at.popleft()
+            if advance and done > shown:
+                advance(done - shown)
+                shown = done
+        if advance and read.count > shown:  # the ends of inputs read after the last batch
+            advance(read.count - shown)
     finally:
         pages.close()
         texts.close()
