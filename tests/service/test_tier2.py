@@ -212,10 +212,12 @@ def test_lsh_option_and_bad_options(tmp_path):
 
 def test_length_grid_persists(tmp_path):
     texts = [doc(f"p{i}x", 50 + 40 * i) for i in range(30)]
-    with ServiceIndex(tmp_path / "s") as ix:
+    lengths = ServiceOptions(tier2="lengths")
+    with ServiceIndex(tmp_path / "s", options=lengths) as ix:
         ix.apply([PageUpdate(f"http://a/{i}", text=t) for i, t in enumerate(texts)])
         edges = ix.store_rows.map.to_json()
-    with ServiceIndex(tmp_path / "s") as ix:
+    with ServiceIndex(tmp_path / "s") as ix:  # the stored options: lengths
+        assert ix.options.tier2 == "lengths"
         assert ix.store_rows.map.to_json() == edges
         assert ix.check(texts[3])["matches"][0]["url"] == "http://a/3"
 
@@ -256,7 +258,7 @@ def test_short_page_with_an_empty_dimension_finds_its_duplicate(tmp_path):
     longer = base + " x17"
     assert dim_lengths([base], 8)[0][4] == 0 and dim_lengths([longer], 8)[0][4] == 1
     fillers = [" ".join(f"f{j}q{i}" for i in range(8 + j % 9)) for j in range(60)]
-    with ServiceIndex(tmp_path / "s", options=ServiceOptions(dims=8)) as ix:
+    with ServiceIndex(tmp_path / "s", options=ServiceOptions(dims=8, tier2="lengths")) as ix:
         ix.apply([PageUpdate(f"http://f/{j}", text=t) for j, t in enumerate(fillers)])
         ix.apply([PageUpdate("http://a/base", text=base)])
         assert ix.store_rows.map is not None
@@ -264,3 +266,40 @@ def test_short_page_with_an_empty_dimension_finds_its_duplicate(tmp_path):
         ix.apply([PageUpdate("http://a/base", remove=True)])
         ix.apply([PageUpdate("http://a/longer", text=longer)])
         assert ix.check(base)["matches"][0]["url"] == "http://a/longer"
+
+
+def test_band_checks_find_what_the_scan_pairs_and_nothing_below_tau(tmp_path):
+    """The default check goes through the scan's band index: a stored text finds itself at
+    1.0, each near copy (exact 5-shingle Jaccard >= 0.9, counted here with Python sets)
+    finds its original, and every match reported resembles the query by >= tau."""
+    rng = np.random.default_rng(4)
+    vocab = [f"v{i}" for i in range(4000)]
+    originals = [" ".join(rng.choice(vocab, 300)) for _ in range(40)]
+    with ServiceIndex(tmp_path / "s") as ix:
+        assert ix.options.tier2 == "bands" and len(ix.store_rows) == 0
+        ix.apply([PageUpdate(f"http://o/{i}", text=t) for i, t in enumerate(originals)])
+        for i, text in enumerate(originals):
+            words = text.split()
+            words[int(rng.integers(0, len(words)))] = "changed"
+            copy = " ".join(words)
+            exact = _jaccard(copy, text)
+            got = ix.check(copy)
+            urls = {m["url"] for m in got["matches"]}
+            if exact >= 0.9:
+                assert f"http://o/{i}" in urls
+            assert all(m["resemblance"] >= ix.threshold for m in got["matches"])
+            assert ix.check(text)["matches"][0] == {
+                "url": f"http://o/{i}",
+                "group_id": ix.pages[f"http://o/{i}"].group_id,
+                "resemblance": 1.0,
+            }
+        assert ix.check(" ".join(rng.choice(vocab, 300)))["matches"] == []
+
+
+def _jaccard(a: str, b: str, w: int = 5) -> float:
+    def sh(t: str) -> set[tuple[str, ...]]:
+        x = t.split()
+        return {tuple(x[i : i + w]) for i in range(len(x) - w + 1)}
+
+    sa, sb = sh(a), sh(b)
+    return len(sa & sb) / len(sa | sb)

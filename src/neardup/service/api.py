@@ -38,6 +38,7 @@ from neardup.service.api_models import (
 )
 from neardup.service.door import MAX_BODY, Door, DoorConfig
 from neardup.service.index import ServiceIndex
+from neardup.service.prepare import prepare_batch
 from neardup.service.updates import PageUpdate, ServiceError
 
 WRITES = frozenset({("POST", "/pages"), ("DELETE", "/pages")})
@@ -101,6 +102,8 @@ def create_service_app(
     `hosts` are the Host names allowed besides loopback; `rate` is a per-client limit such
     as "6000/minute" (None: no limit)."""
     ix = index if isinstance(index, ServiceIndex) else ServiceIndex(index)
+    # Load the sketch kernels and the character table now, not in the first request.
+    prepare_batch([PageUpdate("warm-up:", text="warm up")], ix.settings, ix.options.dims)
     app = FastAPIOffline(
         title="neardup service",
         docs_url="/api/docs",

@@ -19,6 +19,8 @@ types in `updates.py`.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import threading
 import time
@@ -55,6 +57,8 @@ from neardup.service.updates import (
     ServiceOptions,
 )
 from neardup.store.outputs import open_folder
+
+TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
 
 
 class ServiceIndex:
@@ -103,8 +107,8 @@ class ServiceIndex:
             self.bands, self.rows = recall_first_bands(s.threshold, s.num_perm, s.band_recall)
         self.threshold = s.threshold
         o = self.options
-        if o.tier2 not in ("lengths", "lsh"):
-            raise ServiceError(f"tier2 must be 'lengths' or 'lsh', not {o.tier2!r}")
+        if o.tier2 not in TIER2_MODES:
+            raise ServiceError(f"tier2 must be one of {', '.join(TIER2_MODES)}, not {o.tier2!r}")
         if o.dims < 1 or o.parts < 1 or o.rho < 1:
             raise ServiceError("dims and parts must be >= 1 and rho >= 1")
         self._load()
@@ -137,7 +141,7 @@ class ServiceIndex:
             self.settings.num_perm,
             o.dims,
             self.threshold,
-            o.tier2,
+            "lengths" if o.tier2 == "bands" else o.tier2,  # unused with "bands"
             o.parts,
             o.rho,
             self.bands,
@@ -181,9 +185,11 @@ class ServiceIndex:
             if len(grid["edges"]) == o.dims:
                 self.store_rows.map = LengthMap.from_json(grid["edges"])
                 self.store_rows.map_rows = int(grid["rows"])
+        _settle()
 
     def close(self) -> None:
         self.con.close()
+        gc.unfreeze()  # what `_settle` hid is collectable again (and finalised at exit)
 
     def __enter__(self) -> ServiceIndex:
         return self
@@ -300,7 +306,11 @@ class ServiceIndex:
         sk = prepare_batch([update], self.settings, self.options.dims).sketches["check:"]
         with self.lock:
             matches = []
-            if sk.n_shingles:
+            if sk.n_shingles and self.options.tier2 == "bands":
+                for url, sim in self.scan_graph.similar(sk.signature):
+                    gid = self.pages[url].group_id
+                    matches.append({"url": url, "group_id": gid, "resemblance": sim})
+            elif sk.n_shingles:
                 found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
                 for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
                     url = self.store_rows.urls[row]
@@ -352,6 +362,7 @@ class ServiceIndex:
                 self.con.execute("ROLLBACK")
                 self._load()
                 raise
+        _settle()
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -366,6 +377,8 @@ class ServiceIndex:
         """Set a page's sketch and keep the tier-2 row store in step. A page without
         shingles stays out of the store: its all-empty signature would match every other."""
         p.signature, p.length, p.lengths = sig, length, lens
+        if self.options.tier2 == "bands":
+            return  # checks go through the scan's band index: no second copy of the rows
         if sig is None or length == 0 or lens is None:
             self.store_rows.drop(p.url)
         else:
@@ -387,6 +400,21 @@ class ServiceIndex:
     def consistency_errors(self) -> list[str]:
         """Invariants of the stored state (used by tests and after a crash)."""
         return invariant_errors(self.con)
+
+
+def _settle() -> None:
+    """Move the index's objects out of the garbage collector's sight (`gc.freeze`).
+
+    A million pages are millions of long-lived dicts, sets and page objects; without this,
+    every full collection walks them all (about a second at a million pages), and a request
+    that happens to trigger one waits for it: the p99 of `/status`. They form no cycles to
+    collect, and objects dropped later are still freed by reference counting."""
+    gc.collect(0)
+    gc.freeze()
+
+
+# An index left open at exit is finalised like any object (DuckDB's connection included).
+atexit.register(gc.unfreeze)
 
 
 def _tuple_lists(d: dict[str, Any]) -> dict[str, Any]:

@@ -185,6 +185,28 @@ class ScanGraph:
                 changed.update((a, b))
         return changed
 
+    # ------------------------------------------------------------------ lookups
+
+    def similar(self, sig: np.ndarray) -> list[tuple[str, float]]:
+        """Pages a sketch would be joined to by the scan: those sharing a band key with it
+        whose estimated resemblance passes the scan's verification, with that resemblance
+        (class members of a matching node included). The cost is the size of its buckets,
+        whatever the size of the index."""
+        keys = lsh_keys(sig[None, :], None, self.bands, self.rows)[0]
+        found = self.buckets.members([np.array([k], dtype=np.int64) for k in keys.tolist()], 1)
+        nodes = sorted({u for members in found.values() for u in members})
+        if not nodes:
+            return []
+        sims, agree = pair_scores(
+            np.broadcast_to(sig, (len(nodes), sig.size)), np.stack([self.sig[u] for u in nodes])
+        )
+        ok = passes(sims, agree, self.settings.threshold, False)
+        out = []
+        for u, s, keep in zip(nodes, sims.tolist(), ok.tolist(), strict=True):
+            if keep:
+                out.extend((m, float(s)) for m in self._with_class([u]))
+        return out
+
     # ------------------------------------------------------------------ clustering
 
     def components(self, seeds: Iterable[str]) -> list[list[str]]:

@@ -29,15 +29,19 @@ class ServiceOptions:
     `repair_min_losers` are no longer used (groups are the scan's clusters, which need no
     repair); they stay so that the options stored by earlier indexes still load.
 
-    Tier 2: `tier2` is "lengths" (the paper's multidimensional length mapping, default) or
-    "lsh" (LSH band keys); `dims` sub-dictionaries, `parts` balanced intervals per
-    dimension, and `rho` the interval enlarging factor ρ of the window (L·τ/ρ, L·ρ/τ).
+    Tier 2, the lookup of a text that is not stored (`check`): `tier2` is "bands" (default:
+    the scan's own LSH band index, kept by the graph, so a check finds what a scan would pair
+    the text with, at the cost of its buckets), "lengths" (the paper's multidimensional
+    length mapping: `dims` sub-dictionaries, `parts` balanced intervals per dimension, and
+    `rho` the interval enlarging factor ρ of the window (L·τ/ρ, L·ρ/τ)) or "lsh" (band keys
+    over tier 2's own row store). Indexes written before "bands" existed keep the mode they
+    stored.
     """
 
     preferred_suffixes: tuple[str, ...] = ()
     repair_share: float = 0.5
     repair_min_losers: int = 2
-    tier2: str = "lengths"
+    tier2: str = "bands"
     dims: int = 3
     parts: int = 16
     rho: float = 1.3
