@@ -59,6 +59,7 @@ from neardup.service.updates import (
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
+LOAD_CHUNK = 50_000  # stored rows read (and given to the graph) at a time when opening
 
 
 class ServiceIndex:
@@ -149,7 +150,27 @@ class ServiceIndex:
         )
         self.scan_graph = ScanGraph(self.settings)
         graph_pages: dict[str, tuple[int, int, np.ndarray]] = {}
-        rows = self.con.execute(_sql("load_pages.sql")).fetchall()
+        cursor = self.con.execute(_sql("load_pages.sql"))
+        # In chunks: the rows of a million pages never sit in memory at once, and the graph
+        # takes them a chunk at a time, as it takes batches (the same graph either way).
+        while rows := cursor.fetchmany(LOAD_CHUNK):
+            self._load_rows(rows, graph_pages)
+            self.scan_graph.update((), graph_pages)
+            graph_pages.clear()
+        for gid, winner in self.con.execute("SELECT group_id, winner_url FROM groups").fetchall():
+            self.winners[gid] = winner
+        if "length_map" in stored:
+            grid = json.loads(stored["length_map"])
+            if len(grid["edges"]) == o.dims:
+                self.store_rows.map = LengthMap.from_json(grid["edges"])
+                self.store_rows.map_rows = int(grid["rows"])
+        _settle()
+
+    def _load_rows(
+        self, rows: list[tuple[Any, ...]], graph_pages: dict[str, tuple[int, int, np.ndarray]]
+    ) -> None:
+        """Pages of stored rows into memory; the graph's nodes among them into `graph_pages`."""
+        o = self.options
         for url, _dk, gid, length, sig, fp, redir, links, verified, removed, dl, sfp, nt in rows:
             p = _Page(
                 url,
@@ -177,15 +198,6 @@ class ServiceIndex:
             self.pages[url] = p
             if gid is not None:
                 self.groups.setdefault(gid, set()).add(url)
-        self.scan_graph.update((), graph_pages)
-        for gid, winner in self.con.execute("SELECT group_id, winner_url FROM groups").fetchall():
-            self.winners[gid] = winner
-        if "length_map" in stored:
-            grid = json.loads(stored["length_map"])
-            if len(grid["edges"]) == o.dims:
-                self.store_rows.map = LengthMap.from_json(grid["edges"])
-                self.store_rows.map_rows = int(grid["rows"])
-        _settle()
 
     def close(self) -> None:
         self.con.close()
