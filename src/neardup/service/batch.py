@@ -184,8 +184,11 @@ def _elect(ix: ServiceIndex, gid: int) -> set[str]:
     """Elect the group's winner and verify each loser against it; returns the pages whose
     row changed."""
     members = sorted(ix.groups[gid])
-    order = elect(members, [ix.popularity(u) for u in members], ix.options.preferred_suffixes)
-    winner = members[order[0]]
+    if len(members) == 1:  # most groups: the page wins alone
+        winner = members[0]
+    else:
+        popularity = [ix.popularity(u) for u in members]
+        winner = members[elect(members, popularity, ix.options.preferred_suffixes)[0]]
     ix.winners[gid] = winner
     wsig = ix.pages[winner].signature
     changed = set()

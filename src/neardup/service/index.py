@@ -20,11 +20,12 @@ types in `updates.py`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +154,11 @@ class ServiceIndex:
         cursor = self.con.execute(_sql("load_pages.sql"))
         # In chunks: the rows of a million pages never sit in memory at once, and the graph
         # takes them a chunk at a time, as it takes batches (the same graph either way).
-        while rows := cursor.fetchmany(LOAD_CHUNK):
-            self._load_rows(rows, graph_pages)
-            self.scan_graph.update((), graph_pages)
-            graph_pages.clear()
+        with _no_collection():
+            while rows := cursor.fetchmany(LOAD_CHUNK):
+                self._load_rows(rows, graph_pages)
+                self.scan_graph.update((), graph_pages)
+                graph_pages.clear()
         for gid, winner in self.con.execute("SELECT group_id, winner_url FROM groups").fetchall():
             self.winners[gid] = winner
         if "length_map" in stored:
@@ -364,7 +366,7 @@ class ServiceIndex:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
         settings (elsewhere: another process, while this one applies the previous batch)."""
         t0 = time.perf_counter() if t0 is None else t0
-        with self.lock:
+        with self.lock, _no_collection():
             self.con.execute("BEGIN TRANSACTION")
             try:
                 report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
@@ -412,6 +414,20 @@ class ServiceIndex:
     def consistency_errors(self) -> list[str]:
         """Invariants of the stored state (used by tests and after a crash)."""
         return invariant_errors(self.con)
+
+
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """No garbage collection while a batch builds its objects: they form no cycles, and a
+    collection in the middle would walk every object the batch made so far, again and
+    again. `_settle` puts them out of reach after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _settle() -> None:
