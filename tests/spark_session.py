@@ -26,3 +26,13 @@ def spark():
         pytest.skip(str(err))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_run(spark, demo_crawl, tmp_path_factory):
+    """The generated crawl scanned once by the Spark engine (local mode), for the tests
+    that read a Spark-written run."""
+    import neardup
+
+    out = tmp_path_factory.mktemp("spark-runs") / "run"
+    return neardup.scan(demo_crawl.warc_paths, out, engine="spark")

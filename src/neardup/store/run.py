@@ -10,6 +10,8 @@ never half of one.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,8 @@ ORDER_BY = {
     "links": "src_doc",
 }
 INTERMEDIATE = ("pages_raw.parquet", "assignments.parquet", "duckdb_tmp")
+FIGURES_NAME = "figures.json"  # a dataset run's summary figures, computed where the data is
+DATASET_TABLES = ("pages", "pairs", "containment", "clusters", "links", "page_text", "sketches")
 
 
 class RunError(RuntimeError):
@@ -78,13 +82,79 @@ def _export_sketches(staging: Path, settings: Settings) -> None:
     target.replace(source)
 
 
+def machine_memory_bytes() -> int:
+    """This machine's memory, or the container's limit when one is set (cgroup v2 or v1)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text(encoding="ascii").strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def memory_limit(share: float = 0.25, floor_mib: int = 512) -> str:
+    """A DuckDB memory limit derived from the machine: `share` of its memory, at least
+    `floor_mib`. DuckDB spills past it, so the limit bounds memory, not the data size; a
+    fixed small limit instead fails the queries that cannot spill (an ORDER BY with wide
+    rows pinned 488 MiB and stopped)."""
+    mib = max(floor_mib, int(machine_memory_bytes() * share) >> 20)
+    return f"{mib}MB"
+
+
+def is_dataset_run(path: str | Path) -> bool:
+    """Whether a run (or a staging folder) holds its tables as Parquet datasets (folders of
+    part files, as the Spark engine writes them) rather than single files."""
+    return (Path(path) / "pages.parquet").is_dir()
+
+
+def _build_dataset_store(staging: Path, settings: Settings) -> dict[str, Any]:
+    """The store of a run whose tables the executors wrote as datasets: `neardup.duckdb`
+    holds views over the dataset folders (paths relative to the run, resolved through
+    DuckDB's `file_search_path`, which `open_run` sets, so a moved run still opens) and the
+    settings; no row is copied. The summary's figures were computed where the data is and
+    left in `FIGURES_NAME`; without them they are computed here, by DuckDB streaming over
+    the views with a memory limit derived from the machine."""
+    con = duckdb.connect(str(staging / DB_NAME))
+    try:
+        con.execute(f"SET file_search_path = '{sql_path(staging)}'")
+        for table in DATASET_TABLES:
+            if (staging / f"{table}.parquet").exists():
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{table}.parquet')")
+        con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])
+        figures_file = staging / FIGURES_NAME
+        if figures_file.exists():
+            result = json.loads(figures_file.read_text(encoding="utf-8"))
+            figures_file.unlink()
+            return result
+        tmp = staging / "duckdb_tmp"
+        tmp.mkdir(exist_ok=True)
+        con.execute(f"SET memory_limit = '{memory_limit()}'")
+        con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
+        summary = con.execute(read_sql("summary.sql")).fetchone()
+        names = [d[0] for d in con.description]
+        skipped = con.execute(read_sql("skipped.sql")).fetchall()
+    finally:
+        con.close()
+    shutil.rmtree(staging / "duckdb_tmp", ignore_errors=True)
+    result = dict(zip(names, summary, strict=True))
+    result["skipped_by_reason"] = {reason: count for reason, count in skipped}
+    return result
+
+
 def build_store(
     staging: Path,
     settings: Settings,
     workers: int,
     memory_limit: str = "512MB",
 ) -> dict[str, Any]:
-    """Create the DuckDB database and Parquet exports in `staging`; return the summary row."""
+    """Create the DuckDB database and Parquet exports in `staging`; return the summary row.
+    A staging folder whose tables are datasets (the Spark engine's) gets views over them
+    instead (`_build_dataset_store`): nothing is copied through this machine."""
+    if is_dataset_run(staging):
+        return _build_dataset_store(staging, settings)
     tmp = staging / "duckdb_tmp"
     tmp.mkdir(exist_ok=True)
     con = duckdb.connect(str(staging / DB_NAME))
@@ -123,7 +193,12 @@ def open_run(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnect
     db = Path(path) / DB_NAME
     if not db.exists():
         raise RunError(f"{path} is not a neardup run directory (no {DB_NAME}); run `neardup scan`")
-    return duckdb.connect(str(db), read_only=read_only)
+    con = duckdb.connect(str(db), read_only=read_only)
+    # A dataset run's views name their folders relative to the run, so a run moved or
+    # mounted elsewhere still opens; for a run of single files this changes nothing. GLOBAL:
+    # the cursors callers open (the UI's, one per request) must resolve them too.
+    con.execute(f"SET GLOBAL file_search_path = '{sql_path(Path(path))}'")
+    return con
 
 
 def load_settings(path: str | Path) -> Settings:

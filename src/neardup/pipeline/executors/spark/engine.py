@@ -3,25 +3,67 @@
 The stages and their order are the shared ones (`neardup.pipeline.stages.STAGES`); each is a
 method of `SparkJobs` (`spark/jobs.py`). What only this engine does is its setup and teardown
 in `SparkEngine.steps`: refusing the settings it does not implement, starting the session
-(timed as `spark`), and, once the stages are done, copying the tables from Spark's work
-folder into the staging layout (timed as `localize`), from which the pipeline builds the
-store as for the embedded engine.
+(timed as `spark`), and, once the stages are done, writing the run's tables from the
+executors as Parquet datasets in the staging folder (timed as `tables`; `spark/publish.py`).
+The pipeline's store build then only creates views over them (`neardup.store.run`): no
+table, and no page text, passes through the driver.
+
+A Spark job that fails is reported as `SparkJobError`, one line that names the stage and
+the cause (the Python or Java exception's own message, not its traceback); the staging
+folder is then removed by the output rule, so no half-written run is left.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from neardup.config import Settings
-from neardup.pipeline.executors.base import StageTimer
+from neardup.config import Settings, SettingsError
+from neardup.pipeline.executors.base import EngineUnavailableError, StageTimer
 from neardup.pipeline.executors.local import default_workers
 from neardup.pipeline.executors.spark.jobs import SparkJobs, check_settings
 from neardup.pipeline.executors.spark.session import spark_session
 from neardup.pipeline.progress import Progress
 from neardup.store.outputs import open_folder
+
+
+class SparkJobError(EngineUnavailableError):
+    """A Spark job failed: the engine could not finish the scan. Its message is one line,
+    `Spark stage STAGE failed: CAUSE`, which the command line prints as is."""
+
+
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.$]*(?:Error|Exception|Exit)\b.*)$")
+
+
+def failure_cause(err: BaseException) -> str:
+    """The one line that says why a Spark job failed.
+
+    A PySpark error carries the executor's whole report: a Python traceback (its cause is
+    the last `SomethingError: message` line) or a Java stack trace (its cause is the
+    deepest `Caused by:` line, else the first line of the exception)."""
+    text = str(err)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in text:
+        causes = [line for line in lines if _EXCEPTION_LINE.match(line) and ":" in line]
+        if causes:
+            return _short(causes[-1])
+    caused = [
+        line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")
+    ]
+    if caused:
+        return _short(caused[-1])
+    for line in lines:
+        if not line.startswith(("An error occurred while calling", "at ")):
+            return _short(line.removeprefix(": "))
+    return _short(type(err).__name__)
+
+
+def _short(line: str, limit: int = 400) -> str:
+    line = " ".join(line.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _local_folder(work: str | Path) -> Path:
@@ -32,7 +74,7 @@ def _local_folder(work: str | Path) -> Path:
     if "://" in text:
         raise ValueError(
             "the Spark work folder must be on a file system the driver mounts (local, "
-            "NFS, a FUSE-mounted bucket): the tables are copied into the run from there"
+            "NFS, a FUSE-mounted bucket), since the driver creates and cleans it"
         )
     return Path(text)
 
@@ -67,7 +109,8 @@ class SparkEngine:
         progress: Progress,
     ) -> Iterator[SparkJobs]:
         """Refuse what Spark does not run, start the session, yield the steps; when they
-        are done, copy the tables from the work folder into the staging layout."""
+        are done, write the run's tables from the executors into the staging folder. A job
+        that fails becomes a `SparkJobError` naming its stage."""
         check_settings(settings)
         if self.work is not None:  # Spark overwrites its table folders there: never a user's
             open_folder(self.work, "spark work folder", inputs)
@@ -76,6 +119,14 @@ class SparkEngine:
         run = SparkJobs(
             spark, self.work or staging / "spark", staging, settings, inputs, base_url, self.workers
         )
-        yield run
-        with stage("localize", "collect tables"):
-            run.localize()
+        try:
+            yield run
+            run.current_stage = "tables"
+            with stage("tables", "write the run's tables"):
+                run.publish()
+        except (SettingsError, EngineUnavailableError):
+            raise
+        except Exception as err:  # Py4J, PySpark's captured errors, the executors' Python
+            raise SparkJobError(
+                f"Spark stage {run.current_stage} failed: {failure_cause(err)}"
+            ) from err

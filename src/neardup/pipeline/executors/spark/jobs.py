@@ -6,7 +6,8 @@ SQL in `pipeline/executors/spark/sql/candidates.sql`) -> verification (the embed
 over the joined signatures) -> connected components (large-star / small-star over
 DataFrames) -> the clustering rule per component -> assignments. Every intermediate table is
 written as Parquet in the work folder, which breaks Spark's lineage and lets a stage restart
-from the last one; `localize` then copies the results into the staging layout.
+from the last one; `publish` then writes the run's tables from the executors, as datasets in
+the staging folder (`spark/publish.py`), so no table passes through the driver.
 
 The near stage takes its band shape, bucket keys, scores and verification test from
 `neardup.pipeline.steps.near_pairs` (through the batch functions of `spark.kernels`), as the
@@ -25,8 +26,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
@@ -44,10 +43,9 @@ from neardup.pipeline.executors.spark.kernels import (
     sketch_batches,
     verify_batches,
 )
-from neardup.pipeline.executors.spark.localize import Localizer
+from neardup.pipeline.executors.spark.publish import publish_tables
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
-from neardup.pipeline.steps.ingest import LINKS_SCHEMA, PAGE_TEXT_SCHEMA, PAGES_RAW_SCHEMA
-from neardup.pipeline.steps.near import CONTAINMENT_SCHEMA, PAIRS_SCHEMA
+from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
 from neardup.store.sql_files import package_sql
 
@@ -101,6 +99,7 @@ class SparkJobs:
         self.inputs = inputs
         self.base_url = base_url
         self.workers = workers
+        self.current_stage = "start"  # the stage a failure is reported in
         work.mkdir(parents=True, exist_ok=True)
 
     def save(self, df: Any, name: str) -> Any:
@@ -113,6 +112,7 @@ class SparkJobs:
         return self.spark.read.parquet(str(self.work / name))
 
     def ingest(self, outcome: StagesOutcome) -> None:
+        self.current_stage = "ingest"
         from pyspark.sql import functions as F
 
         settings, base_url = self.settings, self.base_url
@@ -152,6 +152,7 @@ class SparkJobs:
         raise SettingsError("the Spark engine does not drop common shingles (--max-shingle-df)")
 
     def sketch(self, outcome: StagesOutcome) -> None:
+        self.current_stage = "sketch"
         settings = self.settings
         self.save(
             self.table("page_text").mapInArrow(
@@ -167,6 +168,7 @@ class SparkJobs:
     def near(self, outcome: StagesOutcome) -> None:
         """Equivalence classes, candidate pairs and verified edges between class
         representatives, then the `pairs` table (verified plus identical pairs)."""
+        self.current_stage = "near"
         settings = self.settings
         spark = self.spark
         eligible = self.table("sketches").where(
@@ -244,6 +246,7 @@ class SparkJobs:
     def cluster(self, outcome: StagesOutcome) -> None:
         """Components of the verified graph, the clustering rule per component, and every
         eligible page's cluster, component, identical group and class."""
+        self.current_stage = "cluster"
         from pyspark.sql import functions as F
 
         settings = self.settings
@@ -325,18 +328,13 @@ class SparkJobs:
             "assignments",
         )
 
-    def localize(self) -> None:
-        """Copy the tables into the staging layout the store build reads."""
-        local = Localizer(self.work, self.staging, self.workers)
-        try:
-            local.copy("pages_raw", "*", "doc_id", PAGES_RAW_SCHEMA)
-            local.copy("page_text", "doc_id, text", "doc_id", PAGE_TEXT_SCHEMA, 2048)
-            local.copy("links", "src_doc, dst_url", "src_doc, pos", LINKS_SCHEMA)
-            local.sketches(self.settings)
-            local.copy("pairs", "*", "doc_a, doc_b", PAIRS_SCHEMA)
-            local.copy("assignments", "*", "doc_id", ASSIGN_SCHEMA)
-        finally:
-            local.close()
-        pq.write_table(CONTAINMENT_SCHEMA.empty_table(), self.staging / "containment.parquet")
+    def publish(self) -> dict[str, Any]:
+        """Write the run's tables into the staging folder as datasets, from the executors
+        (`spark/publish.py`); return the summary's figures. The work folder's
+        intermediate tables are removed when they lie in the staging folder."""
+        figures = publish_tables(
+            self.spark, self.table, self.save, self.staging, self.settings.min_tokens
+        )
         if self.work.is_relative_to(self.staging):
             shutil.rmtree(self.work)
+        return figures

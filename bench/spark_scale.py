@@ -1,0 +1,227 @@
+"""Spark at scale (issue 19): web-like pages through `local[2]` and a standalone cluster.
+
+Generates (or reuses) `neardup.synth.webtext` pages, splits them into JSONL shards (Spark
+reads one task per file), scans them with the embedded engine and with Spark, and reports
+per-stage seconds, the peak memory of each kind of process, and whether both engines give
+the same clusters. Memory is sampled from /proc every 0.25 s, summed per kind:
+
+- driver: the `neardup` Python process (under spark-submit, the Python the submit starts);
+- JVM: in `local[2]` the one JVM is both the driver's and the executors'; on a standalone
+  cluster, the driver JVM (SparkSubmit) and the executor JVMs are counted apart;
+- executor Python: the `pyspark.daemon` / `pyspark.worker` processes that run the kernels.
+
+    .venv/bin/python bench/spark_scale.py --pages 250000 --modes embedded local
+    .venv/bin/python bench/spark_scale.py --pages 250000 --modes standalone
+
+Writes bench/out/spark_scale/results.json (one row per run, appended) and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+OUT = BENCH / "out" / "spark_scale"
+VENV_BIN = REPO / ".venv" / "bin"
+CACHE = Path(os.environ.get("NEARDUP_WEBTEXT_CACHE", "/tmp/wt"))
+
+
+def pages_file(n: int) -> Path:
+    """`n` web-like pages as JSONL, cached (written beside and renamed into place)."""
+    from neardup.synth.webtext import write_webtext
+
+    path = CACHE / f"{n // 1000}k.jsonl"
+    if not path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".jsonl.tmp")
+        write_webtext(tmp, n, truth=path.with_suffix(".truth.tsv"))
+        tmp.rename(path)
+    return path
+
+
+def shards(n: int, parts: int) -> Path:
+    """The pages split into `parts` JSONL files of consecutive lines (streamed)."""
+    folder = CACHE / f"{n // 1000}k-shards{parts}"
+    if folder.is_dir() and len(list(folder.glob("*.jsonl"))) == parts:
+        return folder
+    source = pages_file(n)
+    folder.mkdir(parents=True, exist_ok=True)
+    step = -(-n // parts)
+    with contextlib.ExitStack() as stack:
+        outs = [
+            stack.enter_context(open(folder / f"part-{k:03d}.jsonl", "w", encoding="utf-8"))
+            for k in range(parts)
+        ]
+        with open(source, encoding="utf-8") as lines:
+            for i, line in enumerate(lines):
+                outs[min(i // step, parts - 1)].write(line)
+    return folder
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            cmd = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        table[int(entry.name)] = (ppid, cmd)
+    return table
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _kind(cmd: str) -> str:
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+        return "executor_python"
+    if "CoarseGrainedExecutorBackend" in cmd:
+        return "executor_jvm"
+    if "deploy.worker.Worker" in cmd or "deploy.master.Master" in cmd:
+        return "cluster_daemons"
+    if "java" in cmd.split(" ", 1)[0]:
+        return "jvm"  # local mode: driver and executors; under spark-submit: the driver JVM
+    return "driver_python"
+
+
+def measure(cmd: list[str], log: Path, roots: list[int], timeout: float) -> dict:
+    """Run `cmd`; its wall time and, per kind of process (among its descendants and those of
+    `roots`, the standalone workers), the peak of their summed RSS."""
+    peaks: dict[str, float] = {}
+    started = time.perf_counter()
+    with log.open("w") as fh:
+        popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        while popen.poll() is None:
+            table = _processes()
+            children: dict[int, list[int]] = {}
+            for pid, (ppid, _) in table.items():
+                children.setdefault(ppid, []).append(pid)
+            tree, todo = set(), [popen.pid, *roots]
+            while todo:
+                pid = todo.pop()
+                if pid in tree:
+                    continue
+                tree.add(pid)
+                todo.extend(children.get(pid, []))
+            sums: dict[str, float] = {}
+            for pid in tree:
+                if pid in roots or pid not in table:
+                    continue
+                kind = _kind(table[pid][1])
+                sums[kind] = sums.get(kind, 0.0) + _rss_mb(pid)
+            sums["total"] = sum(v for k, v in sums.items() if k != "cluster_daemons")
+            for kind, mb in sums.items():
+                peaks[kind] = max(peaks.get(kind, 0.0), mb)
+            if time.perf_counter() - started > timeout:
+                popen.kill()
+            time.sleep(0.25)
+    return {
+        "rc": popen.returncode,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "peak_rss_mb": {k: round(v) for k, v in sorted(peaks.items())},
+    }
+
+
+def same_clusters(a: Path, b: Path) -> dict:
+    """Compare two runs' clusterings: pages whose cluster differs, and whether the two
+    partitions are equal as sets of sets (labels aside)."""
+    con = duckdb.connect()
+    pa_, pb = (f"read_parquet('{p / 'pages.parquet'}')" for p in (a, b))
+    differ = con.execute(
+        f"SELECT count(*) FROM {pa_} AS x FULL JOIN {pb} AS y USING (doc_id) "
+        "WHERE x.cluster_id IS DISTINCT FROM y.cluster_id OR x.doc_id IS NULL "
+        "OR y.doc_id IS NULL"
+    ).fetchone()[0]
+    part = (
+        "SELECT list(doc_id ORDER BY doc_id) AS members FROM {} "
+        "WHERE cluster_id IS NOT NULL GROUP BY cluster_id"
+    )
+    only = con.execute(
+        f"SELECT count(*) FROM (({part.format(pa_)}) EXCEPT ({part.format(pb)}))"
+    ).fetchone()[0]
+    return {"pages_with_other_cluster": int(differ), "clusters_not_in_other": int(only)}
+
+
+def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -> dict:
+    inputs = shards(pages, parts)
+    folder = OUT / f"n{pages}"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"run-{mode}"
+    common = ["scan", str(inputs), "--out", str(out), "--force", "--quiet", "--json"]
+    roots: list[int] = []
+    if mode == "embedded":
+        cmd = [str(VENV_BIN / "neardup"), *common, "--workers", "2"]
+    elif mode == "local":
+        cmd = [str(VENV_BIN / "neardup"), *common, "--engine", "spark"]
+        cmd += ["--spark-master", "local[2]", "--spark-conf", "spark.driver.memory=4g"]
+    else:
+        import pyspark
+
+        import neardup.cli.spark_submit as script
+
+        spark_bin = Path(pyspark.__file__).parent / "bin"
+        cmd = [
+            str(spark_bin / "spark-submit"),
+            *("--master", master or "spark://127.0.0.1:7077", "--driver-memory", "2g"),
+            *("--conf", f"spark.pyspark.python={sys.executable}"),
+            *("--conf", "spark.executor.memory=3g", "--conf", "spark.executor.cores=1"),
+            script.__file__,
+            *common,
+            "--engine",
+            "spark",
+        ]
+        roots = [pid for pid, (_, c) in _processes().items() if "deploy.worker.Worker" in c]
+    m = measure(cmd, folder / f"{mode}.log", roots, timeout)
+    result = {"pages": pages, "shards": parts, "mode": mode, **m}
+    if m["rc"] == 0:
+        summary = json.loads((out / "summary.json").read_text())
+        for key in ("stage_seconds", "clusters", "verified_pairs", "candidate_pairs"):
+            result[key] = summary.get(key)
+        embedded = folder / "run-embedded"
+        if mode != "embedded" and (embedded / "summary.json").exists():
+            result["against_embedded"] = same_clusters(embedded, out)
+    print(json.dumps(result), file=sys.stderr)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, nargs="+", default=[250_000])
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--modes", nargs="+", default=["embedded", "local"])
+    parser.add_argument("--master", help="the standalone master (mode standalone)")
+    parser.add_argument("--timeout", type=float, default=3600)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    results_file = OUT / "results.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else []
+    for n in args.pages:
+        for mode in args.modes:
+            results.append(run(n, args.shards, mode, args.master, args.timeout))
+            results_file.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

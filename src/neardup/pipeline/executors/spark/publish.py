@@ -1,0 +1,239 @@
+"""The run's tables, written by the executors as Parquet datasets: nothing through the driver.
+
+Where the embedded engine's store build reads its staging files into DuckDB on one machine,
+the Spark engine computes the same tables as Spark jobs (the SQL of `store/sql/build.sql`,
+ported where Spark SQL differs) and writes each one as a folder of part files in the run's
+staging folder: `pages.parquet/`, `page_text.parquet/`, `links.parquet/`, `pairs.parquet/`,
+`clusters.parquet/`, `containment.parquet/` and `sketches.parquet/`. The run directory admits
+such datasets (`neardup.store.run`: DuckDB views over the folders), so every command reads
+them where they lie. The driver only collects the summary's figures, a few numbers computed
+by Spark from `store/sql/summary.sql` and `skipped.sql`.
+
+Each table is range-partitioned and sorted on the embedded export's order, so the part files,
+read in name order, hold the rows in the order the embedded engine writes them, and a
+`doc_id` lookup is pruned by the row groups' statistics as in an embedded run.
+
+The links are resolved as `build.sql` does (the latest fetch of a URL, redirects followed up
+to 10 hops, a WAT record's links credited to its page), with the recursive walk unrolled
+into at most 10 joins, since Spark SQL has no recursive CTE; it stops at the first hop where
+no chain moves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from neardup.ingest.commoncrawl import WAT_REASON
+from neardup.pipeline.steps.near import CONTAINMENT_SCHEMA
+from neardup.store.run import FIGURES_NAME, ORDER_BY, read_sql
+
+# The record types a link target can resolve to (never a request or metadata record).
+_NOT_TARGETS = "'request', 'metadata', 'warcinfo', 'revisit', 'unknown', 'continuation'"
+MAX_HOPS = 10
+
+PAGES_SQL = """
+WITH sizes AS (
+    SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
+)
+SELECT
+    p.doc_id, p.url, p.host, p.status, p.content_type, p.format, p.title,
+    try_cast(p.fetched_at AS TIMESTAMP) AS fetched_at,
+    p.payload_digest, p.redirect_to, p.ip, p.record_type, p.record_id, p.concurrent_to,
+    p.source, p.`offset`, p.length, p.payload_bytes, p.n_links, p.exact_fp,
+    s.lexical_fp, s.shingle_fp, s.n_tokens, s.n_shingles,
+    a.cluster_id, z.cluster_size,
+    CASE WHEN a.cluster_id IS NULL THEN NULL ELSE a.cluster_id = p.doc_id END
+        AS is_representative,
+    a.component_id, a.identical_id, a.class_id, a.similarity_to_representative,
+    coalesce(
+        p.skipped_reason,
+        CASE
+            WHEN s.doc_id IS NOT NULL AND a.doc_id IS NULL THEN
+                CASE
+                    WHEN s.n_tokens = 0 THEN 'no words'
+                    WHEN s.n_tokens < {min_tokens} THEN 'too few words'
+                    ELSE 'no shingles left after dropping common shingles'
+                END
+        END
+    ) AS skipped_reason
+FROM pages_raw AS p
+LEFT JOIN sketches AS s ON s.doc_id = p.doc_id
+LEFT JOIN assignments AS a ON a.doc_id = p.doc_id
+LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
+"""
+
+CLUSTERS_SQL = """
+SELECT
+    m.cluster_id,
+    count(*) AS size,
+    count(DISTINCT m.host) AS n_hosts,
+    count(DISTINCT m.class_id) AS n_distinct_texts,
+    min(m.similarity_to_representative) AS min_similarity,
+    any_value(r.doc_id) AS representative_doc_id,
+    any_value(r.url) AS representative_url,
+    any_value(r.title) AS representative_title
+FROM run_pages AS m
+JOIN run_pages AS r ON r.doc_id = m.cluster_id
+WHERE m.cluster_size >= 2
+GROUP BY m.cluster_id
+"""
+
+LATEST_SQL = f"""
+SELECT url_key, doc_id, next_key FROM (
+    SELECT doc_id, url_key,
+        CASE WHEN status BETWEEN 300 AND 399 THEN redirect_to END AS next_key,
+        row_number() OVER (
+            PARTITION BY url_key
+            ORDER BY try_cast(fetched_at AS TIMESTAMP) DESC NULLS LAST, doc_id DESC
+        ) AS recency
+    FROM pages_raw
+    WHERE url_key IS NOT NULL AND record_type NOT IN ({_NOT_TARGETS})
+) WHERE recency = 1
+"""
+
+# One hop of every chain: a chain whose next key is a fetched URL moves to that page.
+HOP_SQL = """
+SELECT w.url_key, coalesce(l.doc_id, w.doc_id) AS doc_id, l.next_key
+FROM walk AS w LEFT JOIN latest AS l ON l.url_key = w.next_key
+"""
+
+LINKS_SQL = f"""
+WITH raw_links AS (
+    SELECT
+        coalesce(s.doc_id, l.src_doc) AS src_doc,
+        l.dst_url,
+        r.skipped_reason <=> '{WAT_REASON}' AS from_wat,
+        l.src_doc AS row_doc,
+        l.pos
+    FROM links AS l
+    JOIN pages_raw AS r ON r.doc_id = l.src_doc
+    LEFT JOIN target AS s ON (r.skipped_reason <=> '{WAT_REASON}') AND s.url_key = r.url_key
+),
+kept AS (
+    SELECT * FROM (
+        SELECT *, row_number() OVER (
+            PARTITION BY src_doc, dst_url ORDER BY from_wat, row_doc, pos
+        ) AS nth
+        FROM raw_links
+    ) WHERE nth = 1
+)
+SELECT k.src_doc, k.dst_url, t.doc_id AS dst_doc, k.from_wat, k.row_doc, k.pos
+FROM kept AS k
+LEFT JOIN target AS t ON t.url_key = k.dst_url
+"""
+
+
+def _sorted_write(df: Any, path: Path, order: list[Any], columns: list[str]) -> None:
+    """Write `df` sorted on `order` (a global sort: range partitions, each sorted), keeping
+    `columns`; the part files in name order then hold the rows in that order."""
+    df.orderBy(*order).select(*columns).write.mode("overwrite").option(
+        "compression", "zstd"
+    ).parquet(str(path))
+    for stray in (*path.glob("_SUCCESS"), *path.glob(".*.crc")):
+        stray.unlink()  # Hadoop's bookkeeping: not part of the table
+
+
+def _order(table: str) -> list[Any]:
+    """The embedded export's ORDER BY of `table` as Spark columns."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for term in ORDER_BY[table].split(","):
+        name, _, direction = term.strip().partition(" ")
+        columns.append(F.col(name).desc() if direction.upper() == "DESC" else F.col(name))
+    return columns
+
+
+def resolve_targets(spark: Any, save: Any) -> Any:
+    """`target` (url_key, doc_id): the page a URL resolves to, redirects followed."""
+    latest = save(spark.sql(LATEST_SQL), "latest")
+    latest.createOrReplaceTempView("latest")
+    walk = latest
+    for hop in range(MAX_HOPS):
+        walk.createOrReplaceTempView("walk")
+        moving = spark.sql(
+            "SELECT 1 FROM walk AS w JOIN latest AS l ON l.url_key = w.next_key LIMIT 1"
+        )
+        if moving.isEmpty():
+            break
+        # A table per hop: Spark cannot overwrite the folder the hop reads from.
+        walk = save(spark.sql(HOP_SQL), f"walk{hop}")
+    target = walk.select("url_key", "doc_id")
+    target.createOrReplaceTempView("target")
+    return target
+
+
+def publish_tables(
+    spark: Any, table: Any, save: Any, staging: Path, min_tokens: int
+) -> dict[str, Any]:
+    """Write the run's tables into `staging` as datasets and the summary's figures as
+    `FIGURES_NAME`; return the figures. `table(name)` reads a work table, `save(df, name)`
+    checkpoints one."""
+    from pyspark.sql import functions as F
+
+    # `fetched_at` as Parquet's microsecond UTC timestamp, the embedded store's type (Spark
+    # would write the legacy INT96 nanoseconds).
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    for name in ("pages_raw", "assignments", "links"):
+        table(name).createOrReplaceTempView(name)
+    sketches = table("sketches")
+    sketches.createOrReplaceTempView("sketches")
+
+    pages = spark.sql(PAGES_SQL.format(min_tokens=int(min_tokens)))
+    _sorted_write(pages, staging / "pages.parquet", _order("pages"), pages.columns)
+    run_pages = spark.read.parquet(str(staging / "pages.parquet"))
+    run_pages.createOrReplaceTempView("run_pages")
+
+    clusters = spark.sql(CLUSTERS_SQL)
+    _sorted_write(clusters, staging / "clusters.parquet", _order("clusters"), clusters.columns)
+    spark.read.parquet(str(staging / "clusters.parquet")).createOrReplaceTempView("run_clusters")
+
+    pairs = table("pairs")
+    _sorted_write(pairs, staging / "pairs.parquet", _order("pairs"), pairs.columns)
+    text = table("page_text")
+    _sorted_write(text, staging / "page_text.parquet", [F.col("doc_id")], text.columns)
+    minhash = sketches.select(
+        "doc_id",
+        "n_tokens",
+        "n_shingles",
+        "lexical_fp",
+        "shingle_fp",
+        # The uint32 values as int64, as the embedded export stores them.
+        F.expr("transform(minhash, x -> CAST(x AS BIGINT) & 4294967295)").alias("minhash"),
+    )
+    _sorted_write(minhash, staging / "sketches.parquet", [F.col("doc_id")], minhash.columns)
+
+    resolve_targets(spark, save)
+    links = spark.sql(LINKS_SQL)
+    order = [F.col("src_doc"), F.col("from_wat"), F.col("row_doc"), F.col("pos")]
+    columns = ["src_doc", "dst_url", "dst_doc"]
+    _sorted_write(links, staging / "links.parquet", order, columns)
+
+    folder = staging / "containment.parquet"
+    folder.mkdir(exist_ok=True)  # the Spark engine computes no containment: an empty table
+    pq.write_table(CONTAINMENT_SCHEMA.empty_table(), folder / "part-00000.parquet")
+
+    figures = _figures(spark)
+    (staging / FIGURES_NAME).write_text(json.dumps(figures) + "\n", encoding="utf-8")
+    return figures
+
+
+def _figures(spark: Any) -> dict[str, Any]:
+    """The summary's figures and the skips by reason, computed by Spark over the tables
+    just written, with the store's own SQL (`summary.sql`, `skipped.sql`)."""
+
+    def on_run(sql: str) -> str:
+        body = sql.strip().rstrip(";")
+        return body.replace("FROM pages", "FROM run_pages").replace(
+            "FROM clusters", "FROM run_clusters"
+        )
+
+    row = spark.sql(on_run(read_sql("summary.sql"))).collect()[0].asDict()
+    skipped = spark.sql(on_run(read_sql("skipped.sql"))).collect()
+    figures = {k: (int(v) if v is not None else 0) for k, v in row.items()}
+    figures["skipped_by_reason"] = {r["reason"]: int(r["records"]) for r in skipped}
+    return figures
