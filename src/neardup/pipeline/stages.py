@@ -9,9 +9,10 @@ therefore decides how a stage runs (local processes, Spark jobs), never which st
 in which order, and the two engines cannot drift apart in their sequence.
 
 What only one engine needs is not a stage of this order but the setup and teardown of its
-`ScanEngine.steps` context: the Spark engine starts its session there (key `spark`) and
-copies its tables into the staging layout when the steps are done (key `localize`), timing
-both with the same `stage(...)`; the embedded engine opens and closes its worker pool there,
+`ScanEngine.steps` context: the Spark engine starts its session there (key `spark`) and,
+when the steps are done, has its executors write the run's tables as Parquet datasets
+(key `tables`; the run database then only holds views over them), timing both with the
+same `stage(...)`; the embedded engine opens and closes its worker pool there,
 untimed. Hooks rather than optional shared steps, because they belong to no other engine
 and make no table of the shared layout: a stage here is something every engine does.
 
