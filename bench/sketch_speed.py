@@ -26,11 +26,17 @@ Three modes:
   super-shingles; the peers' does less.
 - min-hash only: every library gets each page's distinct shingles as prebuilt uint64
   fingerprints (one flat array plus offsets, or one array per page) through its bulk API,
-  so only the min-hash step is timed: neardup's K independent functions per shingle against
+  so only the min-hash step is timed: neardup's one-permutation sketch (`oph_packed`, the
+  default) and its K independent functions per shingle (`minhash_packed`, classic) against
   rensa's RMinHash (which since 0.5 is a bucketed one-pass sketch, not K functions) and
   CMinHash. datasketch has no pre-hashed input and is left out.
 
-Usage: .venv/bin/python bench/sketch_speed.py [--limit N] [--repeat R]
+neardup runs every mode with both sketches (`Settings.sketch` "oph" and "classic"); the last
+column compares each row with neardup's classic sketch in the same mode. "M shingles/s"
+counts the distinct shingles of every page (what the min-hash step sees). The peers are the
+`bench` extra; without them (or with --no-peers) only neardup's rows run.
+
+Usage: .venv/bin/python bench/sketch_speed.py [--limit N] [--repeat R] [--no-peers]
 Writes the table to bench/out/sketch_speed.md.
 """
 
@@ -61,6 +67,7 @@ from neardup.kernels import (  # noqa: E402
     sketch_batch,
     sketch_texts,
 )
+from neardup.kernels.oph import oph_packed  # noqa: E402
 from neardup.kernels.shingles import packed_shingles  # noqa: E402
 from neardup.kernels.tokens import pack_texts  # noqa: E402
 
@@ -124,42 +131,62 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=None, help="use the first N pages")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-peers", action="store_true", help="neardup's rows only")
     args = parser.parse_args()
 
-    import datasketch
-    import rensa
+    try:
+        if args.no_peers:
+            raise ImportError("--no-peers")
+        import datasketch
+        import rensa
+    except ImportError as err:  # the peers are the `bench` extra; neardup's rows need neither
+        print(f"peers left out ({err}); install the `bench` extra to compare with them")
+        datasketch = rensa = None
 
     pages = load_pages(args.limit)
     n = len(pages)
     mb = sum(len(p.encode("utf-8")) for p in pages) / 1e6
-    settings = Settings(num_perm=K, shingle_size=W, seed=SEED)
+    oph = Settings(num_perm=K, shingle_size=W, seed=SEED)
+    classic = oph.replace(sketch="classic")
     canonical = [canonicalize(p) for p in pages]
     shingles = [shingle_strings(p) for p in pages]
     shingle_bytes = [[s.encode("utf-8") for s in doc] for doc in shingles]
-    n_shingles = sum(len(s) for s in shingles)
-    flat, offsets = packed_shingles(*pack_texts(canonical), settings, unique=True)
+    flat, offsets = packed_shingles(*pack_texts(canonical), oph, unique=True)
+    n_shingles = int(flat.size)  # distinct shingles per page, summed: what min-hash sees
     per_page = [flat[offsets[i] : offsets[i + 1]] for i in range(n)]
     offsets_u64 = offsets.astype(np.uint64)
 
-    def nd_text() -> None:
-        for i in range(0, n, BATCH):
-            sketch_batch([canonicalize(t) for t in pages[i : i + BATCH]], settings)
+    def nd_text(settings: Settings) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(0, n, BATCH):
+                sketch_batch([canonicalize(t) for t in pages[i : i + BATCH]], settings)
 
-    def nd_fused() -> None:
-        for i in range(0, n, BATCH):
-            sketch_texts(pages[i : i + BATCH], settings)
+        return run
+
+    def nd_fused(settings: Settings) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(0, n, BATCH):
+                sketch_texts(pages[i : i + BATCH], settings)
+
+        return run
 
     import pyarrow as pa
 
     column = pa.array(pages)  # what a Parquet reader hands over
 
-    def nd_arrow() -> None:
-        for i in range(0, n, BATCH):
-            sketch_arrow(column.slice(i, BATCH), settings)
+    def nd_arrow(settings: Settings) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(0, n, BATCH):
+                sketch_arrow(column.slice(i, BATCH), settings)
 
-    def nd_kernel() -> None:
-        for i in range(0, n, BATCH):
-            sketch_batch(canonical[i : i + BATCH], settings)
+        return run
+
+    def nd_kernel(settings: Settings) -> Callable[[], None]:
+        def run() -> None:
+            for i in range(0, n, BATCH):
+                sketch_batch(canonical[i : i + BATCH], settings)
+
+        return run
 
     def ds(docs: list[list[bytes]]) -> None:
         for doc in docs:
@@ -186,39 +213,65 @@ def main() -> None:
             m.digest()
 
     methods: list[tuple[str, str, Callable[[], None]]] = [
-        ("neardup canonicalize + sketch_batch", "from text", nd_text),
-        ("neardup sketch_texts (fused)", "from text", nd_fused),
-        ("neardup sketch_arrow (Arrow column)", "from text", nd_arrow),
-        ("rensa RMinHash", "from text", lambda: rensa_text(rensa.RMinHash)),
-        ("datasketch MinHash", "from text", ds_text),
-        ("neardup sketch_batch", "hash only", nd_kernel),
-        ("rensa RMinHash", "hash only", lambda: rensa_run(rensa.RMinHash, shingles)),
-        ("datasketch MinHash", "hash only", lambda: ds(shingle_bytes)),
+        ("neardup canonicalize + sketch_batch, oph", "from text", nd_text(oph)),
+        ("neardup canonicalize + sketch_batch, classic", "from text", nd_text(classic)),
+        ("neardup sketch_texts (fused), oph", "from text", nd_fused(oph)),
+        ("neardup sketch_texts (fused), classic", "from text", nd_fused(classic)),
+        ("neardup sketch_arrow (Arrow column), oph", "from text", nd_arrow(oph)),
+        ("neardup sketch_arrow (Arrow column), classic", "from text", nd_arrow(classic)),
     ]
-    if hasattr(rensa, "CMinHash"):
-        methods.insert(3, ("rensa CMinHash", "from text", lambda: rensa_text(rensa.CMinHash)))
-        methods.append(("rensa CMinHash", "hash only", lambda: rensa_run(rensa.CMinHash, shingles)))
+    if rensa is not None:
+        methods += [
+            ("rensa RMinHash", "from text", lambda: rensa_text(rensa.RMinHash)),
+            ("datasketch MinHash", "from text", ds_text),
+        ]
+        if hasattr(rensa, "CMinHash"):
+            methods.append(("rensa CMinHash", "from text", lambda: rensa_text(rensa.CMinHash)))
     methods += [
-        ("neardup minhash_packed", "min-hash only", lambda: minhash_packed(flat, offsets, SEED, K)),
+        ("neardup sketch_batch, oph", "hash only", nd_kernel(oph)),
+        ("neardup sketch_batch, classic", "hash only", nd_kernel(classic)),
+    ]
+    if rensa is not None:
+        methods += [
+            ("rensa RMinHash", "hash only", lambda: rensa_run(rensa.RMinHash, shingles)),
+            ("datasketch MinHash", "hash only", lambda: ds(shingle_bytes)),
+        ]
+        if hasattr(rensa, "CMinHash"):
+            methods.append(
+                ("rensa CMinHash", "hash only", lambda: rensa_run(rensa.CMinHash, shingles))
+            )
+    methods += [
+        ("neardup oph_packed", "min-hash only", lambda: oph_packed(flat, offsets, SEED, K)),
         (
-            "rensa RMinHash",
+            "neardup minhash_packed (classic)",
             "min-hash only",
-            lambda: rensa.RMinHash.digest_matrix_from_flat_token_hashes(flat, offsets_u64, K, SEED),
+            lambda: minhash_packed(flat, offsets, SEED, K),
         ),
     ]
-    if hasattr(rensa, "CMinHash"):
+    if rensa is not None:
         methods.append(
             (
-                "rensa CMinHash",
+                "rensa RMinHash",
                 "min-hash only",
-                lambda: rensa.CMinHash.digests64_from_token_hash_sets(per_page, K, SEED),
+                lambda: rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+                    flat, offsets_u64, K, SEED
+                ),
             )
         )
+        if hasattr(rensa, "CMinHash"):
+            methods.append(
+                (
+                    "rensa CMinHash",
+                    "min-hash only",
+                    lambda: rensa.CMinHash.digests64_from_token_hash_sets(per_page, K, SEED),
+                )
+            )
 
     # Warm-up, untimed: numba JIT / cache load, first-touch of buffers, imports.
     warm = pages[: min(n, 300)]
-    sketch_batch([canonicalize(t) for t in warm], settings)
-    sketch_texts(warm, settings)
+    for settings in (oph, classic):
+        sketch_batch([canonicalize(t) for t in warm], settings)
+        sketch_texts(warm, settings)
     for _, _, fn in methods:
         if fn is not ds_text:
             fn()  # one full untimed pass (datasketch is slow; it skips this)
@@ -235,29 +288,36 @@ def main() -> None:
                 r.wall, r.cpu = min(r.wall, wall), min(r.cpu, cpu)
             rounds[(name, mode)] = max(1, min(20, round(2.0 / args.repeat / max(wall, 1e-3))))
 
-    modes = ("from text", "hash only", "min-hash only")
-    ref = {mode: results[("rensa RMinHash", mode)].cpu for mode in modes}
+    ref = {
+        "from text": results[("neardup sketch_texts (fused), classic", "from text")].cpu,
+        "hash only": results[("neardup sketch_batch, classic", "hash only")].cpu,
+        "min-hash only": results[("neardup minhash_packed (classic)", "min-hash only")].cpu,
+    }
+    peers = (
+        f"datasketch {version('datasketch')}, rensa {version('rensa')}"
+        if rensa is not None
+        else "peers not installed"
+    )
     lines = [
         f"# Sketching speed, one core: {n:,} pages, {mb:.1f} MB of text, "
-        f"{n_shingles:,} shingles, K={K}, w={W}",
+        f"{n_shingles:,} distinct shingles (summed per page), K={K}, w={W}",
         "",
         f"{platform.processor() or platform.machine()}, {_cpu_name()}; Python "
         f"{platform.python_version()}, numpy {np.__version__}, numba {version('numba')}, "
-        f"datasketch {version('datasketch')}, rensa {version('rensa')}. "
-        f"Best of at least {args.repeat} interleaved runs, per CPU-second of one core; numba "
-        "JIT warm-up excluded (one untimed pass per method first). MB/s counts the raw page "
-        "text for every row.",
+        f"{peers}. Best of at least {args.repeat} interleaved runs, per CPU-second of one "
+        "core; numba JIT warm-up excluded (one untimed pass per method first). MB/s counts the "
+        "raw page text for every row; M shingles/s the distinct shingles of every page.",
         "",
-        "| method | mode | pages/s | MB/s | us/page | pages/s (wall) | CPU/wall "
-        "| vs rensa RMinHash |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| method | mode | pages/s | MB/s | M shingles/s | us/page | pages/s (wall) | CPU/wall "
+        "| vs neardup classic |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, mode, _ in methods:
         r = results[(name, mode)]
         lines.append(
             f"| {name} | {mode} | {n / r.cpu:,.0f} | {mb / r.cpu:,.1f} | "
-            f"{r.cpu / n * 1e6:,.1f} | {n / r.wall:,.0f} | {r.cpu / r.wall:.2f} | "
-            f"{ref[mode] / r.cpu:.2f}x |"
+            f"{n_shingles / r.cpu / 1e6:,.1f} | {r.cpu / n * 1e6:,.1f} | {n / r.wall:,.0f} | "
+            f"{r.cpu / r.wall:.2f} | {ref[mode] / r.cpu:.2f}x |"
         )
     table = "\n".join(lines) + "\n"
     print(table)

@@ -33,6 +33,11 @@ CHUNKINGS = {"lines4": 15, "lines2": 25, "sentences": 10, "paragraphs": 5, "docu
 CHUNK_JOINS = ("iceberg", "sort")
 CONTAINMENT_METHODS = ("broder-min", "broder-mod")
 VERIFY_MODES = ("sketch", "exact")
+# The K-value sketch of a page (see kernels/oph.py and kernels/minhash.py): "oph" is
+# one-permutation hashing with optimal densification, O(n + K) per page; "classic" is K
+# independent hash functions, O(n * K), the papers' own method. Kept here as a literal, not
+# imported, so that loading the settings loads no kernel (a test checks the two agree).
+SKETCHES = ("oph", "classic")
 CLUSTER_RULES = ("core", "center", "transitive")
 # The decoded body size above which a record is skipped as "payload too large". Readers
 # stream bodies up to it (ingest/limits.py), so a bomb or a huge record never sits in memory.
@@ -43,6 +48,7 @@ SKETCH_KEYS = (
     "shingle_size",
     "wrap_shingles",
     "num_perm",
+    "sketch",
     "seed",
     "max_shingle_df",
     "supershingle_count",
@@ -64,6 +70,14 @@ class Settings:
     # Min-hash sketch: K values per page from K seeded 64-bit hash functions.
     num_perm: int = 128
     seed: int = 1
+    # How the K values are made: "oph" (one hash per shingle into K bins, empty bins densified;
+    # unbiased, O(n + K) per page) or "classic" (K hash functions per shingle, O(n * K), as
+    # Broder and Fetterly). None picks by method: classic for "supershingles", whose test
+    # (two of six runs of 14 positions agree) needs the positions to be independent, which a
+    # densified sketch's are not for short pages (it made wrong merges, docs/benchmarks.md);
+    # oph otherwise. Settings files written before this option existed hold classic sketches
+    # and load as such (`from_dict`).
+    sketch: str | None = None
     # Shingles shared by more pages than this are dropped (Broder §5.1); 0 keeps every shingle,
     # and the pair count stays bounded by capping buckets (`max_bucket_pairs`). Kept by
     # default: on crawls of thousands of pages a site's template crosses 1000 pages, and
@@ -124,6 +138,12 @@ class Settings:
             raise SettingsError("shingle_size must be at least 1")
         if self.num_perm < 1:
             raise SettingsError("num_perm must be at least 1")
+        if self.sketch is None:  # resolved here, so settings.json always names the sketch
+            object.__setattr__(
+                self, "sketch", "classic" if self.method == "supershingles" else "oph"
+            )
+        if self.sketch not in SKETCHES:
+            raise SettingsError(f"sketch must be one of {', '.join(SKETCHES)}, not {self.sketch!r}")
         if not 0.0 < self.threshold <= 1.0:
             raise SettingsError("threshold must be in (0, 1]")
         if self.method not in METHODS:
@@ -217,11 +237,14 @@ class Settings:
 
     @classmethod
     def fetterly(cls, **overrides: Any) -> Settings:
-        """The configuration of Fetterly, Manasse & Najork (2004)."""
+        """The configuration of Fetterly, Manasse & Najork (2004), with their sketch: 84
+        independent min-hash functions (classic), whose 14-value super-shingles agree with
+        probability exactly r^14."""
         base: dict[str, Any] = dict(
             shingle_size=5,
             wrap_shingles=True,
             num_perm=84,
+            sketch="classic",
             supershingle_count=6,
             supershingle_size=14,
             method="supershingles",
@@ -240,11 +263,14 @@ class Settings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
+        """Settings as stored (`to_dict`). A dict without `sketch` was written before the
+        one-permutation sketch existed, when every sketch was classic: it loads as
+        `sketch="classic"`, so an old run or index is never compared with the new default."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return cls(**{"sketch": "classic", **data})
 
     @classmethod
     def from_json(cls, text: str) -> Settings:

@@ -44,6 +44,7 @@ from neardup.kernels.minhash import (
     minhash_params,
     minhash_signature,
 )
+from neardup.kernels.oph import oph_packed
 from neardup.kernels.shingles import (
     doc_shingle_counts,
     doc_shingle_counts_arrow,
@@ -91,6 +92,7 @@ __all__ = [
     "minhash_packed",
     "minhash_params",
     "minhash_signature",
+    "oph_packed",
     "optimal_bands",
     "pack_arrow",
     "pack_texts",

@@ -27,6 +27,7 @@ import numpy as np
 import xxhash
 from numba import njit
 
+from neardup.errors import SettingsError
 from neardup.kernels.common import CommonShingles, is_common_bit
 from neardup.kernels.hashing import (
     TAG_SHINGLE_SET,
@@ -37,7 +38,8 @@ from neardup.kernels.hashing import (
     finish,
     mix64,
 )
-from neardup.kernels.minhash import SIGNATURE_DTYPE, minhash_into, minhash_params
+from neardup.kernels.minhash import SIGNATURE_DTYPE, SKETCHES, minhash_into, minhash_params
+from neardup.kernels.oph import oph_into, oph_params
 from neardup.kernels.params import SketchParams
 from neardup.kernels.shingles import (
     scratch_capacity,
@@ -107,6 +109,9 @@ def _sketch_kernel(
     wrap: bool,
     a: np.ndarray,
     b: np.ndarray,
+    oph: bool,
+    oph_seed: np.uint64,
+    probe_seed: np.uint64,
     set_seed: np.uint64,
     use_filter: bool,
     bits: np.ndarray,
@@ -124,6 +129,7 @@ def _sketch_kernel(
     fps = np.empty(capacity, dtype=np.uint64)
     uniq = np.empty(capacity, dtype=np.uint64)
     table = np.empty(table_size, dtype=np.uint64)
+    filled = np.empty(minhash.shape[1], dtype=np.bool_)
     for d in range(n_docs):
         nt = token_hashes(buf, offsets[d], offsets[d + 1], tseed, tok)
         ns = shingle_fps(tok, nt, w, wrap, coeffs, sseed, fps)
@@ -136,7 +142,10 @@ def _sketch_kernel(
                 if not is_common_bit(v, bits, row_seeds, shift):
                     uniq[kept] = v
                     kept += 1
-        minhash_into(uniq, kept, a, b, minhash[d])
+        if oph:
+            oph_into(uniq, kept, oph_seed, probe_seed, filled, minhash[d])
+        else:
+            minhash_into(uniq, kept, a, b, minhash[d])
         acc = U64(0)
         for i in range(kept):
             acc = _set_add(acc, uniq[i], set_seed)
@@ -144,6 +153,14 @@ def _sketch_kernel(
         n_tokens[d] = nt
         n_shingles[d] = kept
         n_common[d] = nu - kept
+
+
+def _uses_oph(settings: SketchParams) -> bool:
+    """Whether the settings ask for the one-permutation sketch (`kernels.oph`) rather than
+    the classic K-function min-hash (`kernels.minhash`)."""
+    if settings.sketch not in SKETCHES:
+        raise SettingsError(f"sketch must be one of {', '.join(SKETCHES)}, not {settings.sketch!r}")
+    return settings.sketch == "oph"
 
 
 def _filter_args(
@@ -165,7 +182,10 @@ def sketch_packed(
     n = offsets.shape[0] - 1
     k = settings.num_perm
     tseed, coeffs, sseed = shingle_params(settings.seed, settings.shingle_size)
+    oph = _uses_oph(settings)
+    # the classic constants are tiny (K values); the kernel takes both and uses one
     a, b = minhash_params(settings.seed, k)
+    oph_seed, probe_seed = oph_params(settings.seed)
     use_filter, bits, row_seeds, shift = _filter_args(common, settings)
     cap = scratch_capacity(offsets, settings.shingle_size)
     n_tokens = np.empty(n, dtype=np.int32)
@@ -184,6 +204,9 @@ def sketch_packed(
         bool(settings.wrap_shingles),
         a,
         b,
+        oph,
+        oph_seed,
+        probe_seed,
         derive_seed(settings.seed, TAG_SHINGLE_SET),
         use_filter,
         bits,
@@ -239,9 +262,14 @@ def sketch_text(text: str, settings: SketchParams, common: CommonShingles | None
     if common is not None and settings.max_shingle_df > 0 and shingles.size:
         common.check(settings)
         shingles = shingles[~common.is_common(shingles)]
-    a, b = minhash_params(settings.seed, settings.num_perm)
     minhash = np.empty(settings.num_perm, dtype=SIGNATURE_DTYPE)
-    minhash_into(shingles, shingles.size, a, b, minhash)
+    if _uses_oph(settings):
+        oph_seed, probe_seed = oph_params(settings.seed)
+        filled = np.empty(settings.num_perm, dtype=np.bool_)
+        oph_into(shingles, shingles.size, oph_seed, probe_seed, filled, minhash)
+    else:
+        a, b = minhash_params(settings.seed, settings.num_perm)
+        minhash_into(shingles, shingles.size, a, b, minhash)
     if settings.has_supershingles:
         supers = make_supershingles(
             minhash[None, :],

@@ -16,11 +16,23 @@ time, give the same chain.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numba import njit
 
 _LOW32 = np.int64(0xFFFFFFFF)
+
+
+class KeyTables(Protocol):
+    """An (n_docs, n_tables) matrix of keys read one table (column) at a time, `keys[:, t]`:
+    a numpy array, or a matrix kept on disk so that only one column is ever in memory."""
+
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    def __getitem__(self, index: tuple[slice, int]) -> np.ndarray: ...
 
 
 @dataclass
@@ -104,12 +116,16 @@ def table_pairs(
 
 
 def bucket_candidates(
-    keys: np.ndarray, docs: np.ndarray, max_bucket_pairs: int, order: np.ndarray | None = None
+    keys: np.ndarray | KeyTables,
+    docs: np.ndarray,
+    max_bucket_pairs: int,
+    order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, CandidateStats]:
     """Unique packed candidate pairs over all tables (columns) of `keys`.
 
-    `keys` is (n_docs, n_tables) int64, `docs` the (n_docs,) integer ids, each below 2**31
-    so that a pair packs into one int64 with the smaller id first; `order` (n_docs,) int64
+    `keys` is (n_docs, n_tables) int64, read one table at a time (`KeyTables`); `docs` the
+    (n_docs,) integer ids, each below 2**31 so that a pair packs into one int64 with the
+    smaller id first; `order` (n_docs,) int64
     orders the chains of large buckets (see the module docstring).
     """
     if keys.ndim != 2 or keys.shape[0] != docs.shape[0]:

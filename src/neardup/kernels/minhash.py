@@ -44,6 +44,11 @@ from numba import njit
 from neardup.kernels.hashing import TAG_MINHASH, U64, derive_seeds
 
 SIGNATURE_DTYPE = np.uint32
+# The two K-value sketches a page can have (`Settings.sketch`): "oph", one-permutation hashing
+# with optimal densification (`kernels.oph`, O(n + K) per page), and "classic", the K
+# independent functions of this module (O(n * K)). Both estimate resemblance by the share of
+# equal positions, but their values differ, so sketches of one kind never meet the other's.
+SKETCHES = ("oph", "classic")
 EMPTY_VALUE = np.iinfo(SIGNATURE_DTYPE).max  # every position of a page without shingles
 _LO = U64(0xFFFFFFFF)
 _S32 = U64(32)

@@ -95,6 +95,7 @@ class EmbeddedSteps:
         self.pool.close()
         near = run_near(self.staging, self.settings, self._sketched, self._features)
         self._features = None
+        self._sketched = None  # per-page arrays the cluster stage does not need
         outcome.bands = near.bands
         outcome.rows_per_band = near.rows_per_band
         outcome.candidates = near.candidates

@@ -28,6 +28,7 @@ from neardup.kernels.graph import (
     core_clusters,
 )
 from neardup.pipeline.steps.near import NearResult
+from neardup.pipeline.steps.near_pairs import MappedRows
 
 ASSIGN_SCHEMA = pa.schema(
     [
@@ -74,7 +75,7 @@ def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
     similarity = np.ones(near.docs.size, dtype=np.float32)
     others = np.flatnonzero(rep_pos != np.arange(near.docs.size))
     if others.size:
-        signatures = np.load(staging / "signatures.npy", mmap_mode="r")
+        signatures = MappedRows(staging / "signatures.npy")  # mapped per read, not kept
         for start in range(0, others.size, 200_000):
             part = others[start : start + 200_000]
             similarity[part] = estimate_resemblance(

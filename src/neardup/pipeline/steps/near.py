@@ -39,6 +39,8 @@ from neardup.kernels.buckets import CandidateStats
 from neardup.pipeline.steps.feature_pairs import feature_pairs
 from neardup.pipeline.steps.features import Features
 from neardup.pipeline.steps.near_pairs import (
+    MappedRows,
+    SpilledKeys,
     by_megashingles,
     candidate_keys,
     equivalence_classes,
@@ -118,22 +120,41 @@ def _exact_similarity(
     )
 
 
+URL_BATCH = 65_536  # pages_raw rows whose URLs are in memory at once (as Python strings)
+
+
 def eligible_keys(staging: Path, docs: np.ndarray, fingerprints: np.ndarray) -> np.ndarray:
-    """Page keys of the eligible pages `docs` (increasing), from their URLs in `pages_raw`."""
-    table = pq.read_table(staging / "pages_raw.parquet", columns=["doc_id", "url"])
-    all_docs = table.column("doc_id").to_numpy()
-    perm = np.argsort(all_docs, kind="stable")
-    at = perm[np.searchsorted(all_docs[perm], docs)]
-    urls = table.column("url").take(pa.array(at)).to_pylist()
-    return page_keys(urls, fingerprints)
+    """Page keys of the eligible pages `docs` (increasing), from their URLs in `pages_raw`.
+
+    Read a batch of rows at a time: a crawl's URLs as Python strings would cost about 100
+    bytes a page at once, the largest per-page cost of this stage before (issue 16)."""
+    docs = np.asarray(docs, dtype=np.int64)
+    fps = np.asarray(fingerprints, dtype=np.int64)
+    keys = np.empty(docs.size, dtype=np.int64)
+    seen = np.zeros(docs.size, dtype=bool)
+    source = pq.ParquetFile(staging / "pages_raw.parquet")
+    for batch in source.iter_batches(batch_size=URL_BATCH, columns=["doc_id", "url"]):
+        ids = batch.column(0).to_numpy()
+        pos = np.searchsorted(docs, ids)
+        hit = pos < docs.size
+        hit[hit] = docs[pos[hit]] == ids[hit]
+        if not hit.any():
+            continue
+        at = pos[hit]
+        urls = batch.column(1).take(pa.array(np.flatnonzero(hit))).to_pylist()
+        keys[at] = page_keys(urls, fps[at])
+        seen[at] = True
+    if not seen.all():
+        raise ValueError("pages_raw lacks some sketched pages")
+    return keys
 
 
 def run_near(
     staging: Path, settings: Settings, sketched: SketchResult, features: Features | None = None
 ) -> NearResult:
     """Find verified near-duplicate pairs among the eligible signature rows."""
-    signatures = np.load(staging / "signatures.npy", mmap_mode="r")
-    supers = np.load(staging / "supershingles.npy", mmap_mode="r")
+    signatures = MappedRows(staging / "signatures.npy")
+    supers = MappedRows(staging / "supershingles.npy")
     rows = np.flatnonzero(sketched.eligible).astype(np.int64)
     docs = sketched.doc_ids[rows]
     exact_only = settings.method == "exact" and sketched.lexical_fp is not None
@@ -178,18 +199,24 @@ def run_near(
     def exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return _exact_similarity(staging, docs[a], docs[b], settings)
 
-    keys, bands, rows_per_band = candidate_keys(signatures, supers, rows[reps], settings)
-    found = verified_candidates(
-        keys,
-        reps,
-        signatures,
-        settings,
-        rows=rows,
-        supers=supers if settings.has_supershingles else None,
-        megashingle=by_megashingles(settings),
-        rescore=exact if settings.verify == "exact" else None,
-        order=keys_of[reps],
-    )
+    # band keys wait on disk, one table read at a time (`SpilledKeys`)
+    spill = staging / "band_keys.tmp"
+    keys, bands, rows_per_band = candidate_keys(signatures, supers, rows[reps], settings, spill)
+    try:
+        found = verified_candidates(
+            keys,
+            reps,
+            signatures,
+            settings,
+            rows=rows,
+            supers=supers if settings.has_supershingles else None,
+            megashingle=by_megashingles(settings),
+            rescore=exact if settings.verify == "exact" else None,
+            order=keys_of[reps],
+        )
+    finally:
+        if isinstance(keys, SpilledKeys):
+            keys.close()
     return NearResult(
         **base,
         edge_a=found.a,

@@ -30,8 +30,11 @@ chunk loop (`mapInArrow`), but takes its band shape, keys, scores and test from 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +49,11 @@ from neardup.kernels import (
 from neardup.kernels.buckets import CandidateStats, bucket_candidates, unpack_pairs
 from neardup.kernels.lsh import recall_first_bands
 
-CHUNK = 200_000  # rows per step: bounds the memory of the gathered signatures
+# Rows per step: bounds the memory of the gathered signatures. A step of a pair chunk holds
+# two signature rows per pair (2 * 512 bytes at K = 128) and their comparison: 200,000 made
+# that ~230 MiB at the near stage's peak; 50,000 keeps it near 60 MiB at no measurable cost
+# in time (issue 16).
+CHUNK = 50_000
 VERY_SIMILAR_AGREE = 2  # Fetterly et al.: two of six super-shingles in common
 
 # (positions a, positions b) -> their similarity, replacing the estimate (exact verification)
@@ -120,30 +127,126 @@ def band_shape(settings: Settings) -> tuple[int, int]:
     return (0, 0) if by_megashingles(settings) else lsh_shape(settings)
 
 
-def lsh_keys(signatures: np.ndarray, rows: np.ndarray | None, bands: int, r: int) -> np.ndarray:
+# Scattered rows read through one memory map (`MappedRows`): at most this many 4 KiB pages
+# of the file are resident at once (32 MiB).
+GATHER_ROWS = 8_192
+
+
+class MappedRows:
+    """The rows of a `.npy` matrix, each read through a memory map opened for that read only.
+
+    A map kept open for a whole stage holds every page it has touched in the process's
+    resident memory (a full pass over a crawl's signatures adds 512 bytes per page at
+    K = 128); mapping the file per read keeps only the rows asked for. Indexing returns a
+    copy in memory, as `np.asarray(memmap[index])` would."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        probe = np.load(self.path, mmap_mode="r")
+        self.shape: tuple[int, ...] = probe.shape
+        self.dtype = probe.dtype
+        del probe
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        if self.shape[0] == 0 or (len(self.shape) > 1 and self.shape[1] == 0):
+            return np.empty((0, *self.shape[1:]), dtype=self.dtype)[index]
+        if isinstance(index, np.ndarray) and index.ndim == 1 and index.size > GATHER_ROWS:
+            # Rows scattered over the file touch one 4 KiB page each while mapped: gather
+            # them a block at a time, each through its own map, so that at most GATHER_ROWS
+            # pages are resident at once.
+            out = np.empty((index.size, *self.shape[1:]), dtype=self.dtype)
+            for start in range(0, index.size, GATHER_ROWS):
+                out[start : start + GATHER_ROWS] = self[index[start : start + GATHER_ROWS]]
+            return out
+        mapped = np.load(self.path, mmap_mode="r")
+        try:
+            return np.array(mapped[index])
+        finally:
+            del mapped
+
+
+class SpilledKeys:
+    """An (n, tables) int64 matrix of bucket keys kept on disk one table after the other,
+    handing `bucket_candidates` one table's column at a time (`keys[:, t]`): n * 8 bytes in
+    memory instead of n * tables * 8 (144 bytes a page for 18 bands). Written by `lsh_keys`;
+    the file is removed by `close`."""
+
+    ndim = 2
+
+    def __init__(self, path: Path, n: int, tables: int) -> None:
+        self.path = path
+        self.shape = (n, tables)
+        self.file = open(path, "w+b")  # noqa: SIM115 - closed by close()
+        self.file.truncate(n * tables * 8)
+
+    def write(self, start: int, keys: np.ndarray) -> None:
+        """Rows start, start + 1, ... of every table from `keys` (m x tables)."""
+        n = self.shape[0]
+        for t in range(self.shape[1]):
+            self.file.seek((t * n + start) * 8)
+            self.file.write(np.ascontiguousarray(keys[:, t], dtype=np.int64).tobytes())
+
+    def __getitem__(self, index: tuple[slice, int]) -> np.ndarray:
+        rows, t = index
+        if rows != slice(None) or not isinstance(t, int | np.integer):
+            raise IndexError("SpilledKeys gives whole columns only: keys[:, t]")
+        n = self.shape[0]
+        self.file.seek(int(t) * n * 8)
+        return np.frombuffer(self.file.read(n * 8), dtype=np.int64)
+
+    def close(self) -> None:
+        self.file.close()
+        self.path.unlink(missing_ok=True)
+
+
+def lsh_keys(
+    signatures: np.ndarray | MappedRows,
+    rows: np.ndarray | None,
+    bands: int,
+    r: int,
+    spill: Path | None = None,
+) -> np.ndarray | SpilledKeys:
     """LSH band keys (one column per band) of the signature rows `rows` (all when None),
-    gathered a chunk at a time so a memory-mapped matrix is never read whole."""
+    gathered a chunk at a time so a memory-mapped matrix is never read whole. With `spill`,
+    the keys go to that file (`SpilledKeys`) instead of memory."""
     n = signatures.shape[0] if rows is None else rows.size
-    keys = np.empty((n, bands), dtype=np.int64)
+    keys: np.ndarray | SpilledKeys = (
+        np.empty((n, bands), dtype=np.int64) if spill is None else SpilledKeys(spill, n, bands)
+    )
     for start in range(0, n, CHUNK):
         part = slice(start, min(start + CHUNK, n))
         sig = signatures[part] if rows is None else signatures[rows[part]]
-        keys[part] = band_keys(np.asarray(sig), bands, r)
+        chunk = band_keys(np.asarray(sig), bands, r)
+        if isinstance(keys, SpilledKeys):
+            keys.write(start, chunk)
+        else:
+            keys[part] = chunk
     return keys
 
 
 def candidate_keys(
-    signatures: np.ndarray, supers: np.ndarray, rows: np.ndarray, settings: Settings
-) -> tuple[np.ndarray, int, int]:
-    """Bucket keys per page: LSH bands, or megashingles; also the (bands, rows) used."""
+    signatures: np.ndarray | MappedRows,
+    supers: np.ndarray | MappedRows,
+    rows: np.ndarray,
+    settings: Settings,
+    spill: Path | None = None,
+) -> tuple[np.ndarray | SpilledKeys, int, int]:
+    """Bucket keys per page: LSH bands (on disk with `spill`), or megashingles; also the
+    (bands, rows) used."""
     if by_megashingles(settings):
         return megashingles(np.asarray(supers[rows])), 0, 0
     b, r = lsh_shape(settings)
-    return lsh_keys(signatures, rows, b, r), b, r
+    return lsh_keys(signatures, rows, b, r, spill), b, r
 
 
 def candidate_pairs(
-    keys: np.ndarray, ids: np.ndarray, max_bucket_pairs: int, order: np.ndarray | None = None
+    keys: np.ndarray | SpilledKeys,
+    ids: np.ndarray,
+    max_bucket_pairs: int,
+    order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, CandidateStats]:
     """Unique pairs (a < b, from `ids`) sharing a key in one table; a bucket above
     `max_bucket_pairs` gives the chain of its pages only, in `order` (page keys of `ids`)."""
@@ -179,12 +282,12 @@ def passes(
 
 
 def verified_candidates(
-    keys: np.ndarray,
+    keys: np.ndarray | SpilledKeys,
     ids: np.ndarray,
-    signatures: np.ndarray,
+    signatures: np.ndarray | MappedRows,
     settings: Settings,
     rows: np.ndarray | None = None,
-    supers: np.ndarray | None = None,
+    supers: np.ndarray | MappedRows | None = None,
     megashingle: bool = False,
     rescore: Rescore | None = None,
     order: np.ndarray | None = None,

@@ -9,6 +9,9 @@ Up to two passes over the text, each parallel over Parquet row groups:
 
 Signatures go to `signatures.npy` (rows in document order) so later stages and the query
 service read them with random access instead of loading a crawl's sketches into memory.
+They are written with plain file writes, not through a writable memory map: the pages of a
+map count in the process's resident memory until the kernel writes them back, 512 bytes per
+page at K = 128, which made the sketch stage's peak grow with the crawl (issue 16).
 """
 
 from __future__ import annotations
@@ -80,6 +83,27 @@ def _sketch_task(task: tuple[str, int, Settings, str | None]) -> tuple[np.ndarra
 COMMON_FILE = "common_shingles.npy"
 
 
+class _RowFile:
+    """An (n_rows, width) `.npy` file filled in row order by file writes, so its rows never
+    sit in this process's memory (see the module doc); readers memory-map it as usual."""
+
+    def __init__(self, path: Path, dtype: type, n_rows: int, width: int) -> None:
+        header = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n_rows, width))
+        self.offset = int(header.offset)  # where the rows start, after the .npy header
+        del header  # the file now has its header and full size; nothing of it is mapped
+        self.dtype = np.dtype(dtype)
+        self.row_bytes = self.dtype.itemsize * width
+        self.file = open(path, "r+b")  # noqa: SIM115 - closed by close()
+
+    def write(self, row: int, values: np.ndarray) -> None:
+        """Rows `row`, `row + 1`, ... from `values` (n x width)."""
+        self.file.seek(self.offset + row * self.row_bytes)
+        self.file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
+
+    def close(self) -> None:
+        self.file.close()
+
+
 def count_common_shingles(
     staging: Path, settings: Settings, engine: LocalEngine, on_rows: Callable[[int], None]
 ) -> None:
@@ -110,12 +134,8 @@ def run_sketch(
 
     k = settings.num_perm
     n_ss = settings.supershingle_count if settings.has_supershingles else 0
-    signatures = np.lib.format.open_memmap(
-        staging / "signatures.npy", mode="w+", dtype=SIGNATURE_DTYPE, shape=(n_rows, k)
-    )
-    supers = np.lib.format.open_memmap(
-        staging / "supershingles.npy", mode="w+", dtype=np.int64, shape=(n_rows, n_ss)
-    )
+    signatures = _RowFile(staging / "signatures.npy", SIGNATURE_DTYPE, n_rows, k)
+    supers = _RowFile(staging / "supershingles.npy", np.int64, n_rows, n_ss)
     doc_index = np.empty(n_rows, dtype=np.int64)
     eligible = np.empty(n_rows, dtype=bool)
     shingle_fp = np.empty(n_rows, dtype=np.int64)
@@ -127,9 +147,9 @@ def run_sketch(
         for doc_ids, batch in engine.map(_sketch_task, tasks):
             n = len(doc_ids)
             part = slice(row, row + n)
-            signatures[part] = batch.minhash
+            signatures.write(row, batch.minhash)
             if n_ss:
-                supers[part] = batch.supershingles
+                supers.write(row, batch.supershingles)
             doc_index[part] = doc_ids
             eligible[part] = (batch.n_tokens >= settings.min_tokens) & (batch.n_shingles > 0)
             shingle_fp[part] = batch.shingle_fp
@@ -150,9 +170,8 @@ def run_sketch(
             on_rows(n)
     finally:
         writer.close()
-        signatures.flush()
-        supers.flush()
-        del signatures, supers
+        signatures.close()
+        supers.close()
     np.save(staging / "signature_docs.npy", doc_index)
     return SketchResult(
         doc_ids=doc_index, eligible=eligible, shingle_fp=shingle_fp, lexical_fp=lexical_fp
