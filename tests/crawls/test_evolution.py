@@ -184,3 +184,30 @@ def test_clusters_across_crawls_join_the_same_page_in_both_crawls(tmp_path):
     # every representative is a member of its own cluster
     reps = {row["cross_cluster_id"] for row in table}
     assert all(table[r]["cross_cluster_id"] == r for r in reps)
+
+
+def test_a_store_keeps_the_sketch_it_started_with(tmp_path: Path) -> None:
+    """A store begun with classic sketches (as every store before one-permutation hashing
+    was) takes a crawl added without naming a sketch, from Python and from the command
+    line; naming the other sketch is refused before any work."""
+    from neardup.cli.main import app
+    from neardup.crawls.store import stored_sketch
+    from neardup.store import load_settings
+
+    pages = {f"http://a.example/p{i}": _text(i) for i in range(8)}
+    store = tmp_path / "store"
+    add_crawl([_write(tmp_path / "a.jsonl", pages)], store, "a", Settings(sketch="classic"), 1)
+    assert stored_sketch(store) == "classic"
+    add_crawl([_write(tmp_path / "b.jsonl", pages)], store, "b", workers=1)
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["crawl", str(_write(tmp_path / "c.jsonl", pages)), "-l", "c", "--store", str(store)]
+    )
+    assert result.exit_code == 0, result.output
+    assert {load_settings(store / "crawls" / x).sketch for x in "abc"} == {"classic"}
+    refused = runner.invoke(
+        app,
+        ["crawl", str(tmp_path / "c.jsonl"), "-l", "d", "--store", str(store), "--sketch", "oph"],
+    )
+    assert refused.exit_code == 2 and "sketch" in refused.output
+    assert not (store / "crawls" / "d").exists()

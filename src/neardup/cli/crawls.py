@@ -18,12 +18,12 @@ import typer
 from rich.markup import escape
 
 from neardup.cli.output import emit_table, fail, out_console
-from neardup.cli.scan_options import _settings
+from neardup.cli.scan_options import SketchOpt, _settings
 from neardup.config import SettingsError
 from neardup.crawls.cross_crawl import cross_crawl_clusters
 from neardup.crawls.evolution import evolution
 from neardup.crawls.lost_found import find_moved, find_moved_all, query
-from neardup.crawls.store import StoreError, add_crawl
+from neardup.crawls.store import StoreError, add_crawl, stored_sketch
 from neardup.ingest.readers import InputError
 from neardup.pipeline.scan import EmptyScanError
 from neardup.store import RunError
@@ -82,6 +82,7 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt,
         threshold: Annotated[float, typer.Option(help="resemblance of a verified pair")] = 0.8,
         num_perm: Annotated[int | None, typer.Option(help="min-hash values per page")] = None,
+        sketch: SketchOpt = None,
         preset: Annotated[str | None, typer.Option(help="fetterly: the 2004 settings")] = None,
         workers: Annotated[int | None, typer.Option(min=1, help="worker processes")] = None,
         base_url: Annotated[str | None, typer.Option(help="base URL of an HTML folder")] = None,
@@ -90,7 +91,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Scan INPUTS as crawl LABEL of a store (store/crawls/LABEL, listed in crawls.json)."""
         try:
-            settings = _settings(preset, threshold=threshold, num_perm=num_perm)
+            settings = _settings(
+                preset,
+                threshold=threshold,
+                num_perm=num_perm,
+                sketch=sketch or stored_sketch(store),
+            )
             result = add_crawl(inputs, store, label, settings, workers, base_url, force)
         except ERRORS as err:
             fail(str(err))

@@ -39,6 +39,7 @@ from neardup.cli.scan_options import (
     Sample,
     Shard,
     ShingleSize,
+    SketchOpt,
     SparkConf,
     SparkMaster,
     SparkWork,
@@ -123,6 +124,13 @@ def _run_scan(
     return result.summary
 
 
+def _store_sketch(store: Path) -> str | None:
+    """The sketch of the crawls in `store` (None: a new store), for `scan --crawl`."""
+    from neardup.crawls.store import stored_sketch
+
+    return stored_sketch(store)
+
+
 def _add_crawl(
     inputs: list[str],
     store: Path,
@@ -149,6 +157,7 @@ def scan_command(
     method: Method = "minhash",
     preset: Preset = None,
     num_perm: NumPerm = None,
+    sketch: SketchOpt = None,
     shingle_size: ShingleSize = None,
     wrap: Wrap = None,
     bands: Bands = None,
@@ -188,6 +197,7 @@ def scan_command(
             threshold=threshold,
             method=method,
             num_perm=num_perm,
+            sketch=sketch if sketch or crawl is None else _store_sketch(out),
             shingle_size=shingle_size,
             wrap_shingles=wrap,
             bands=bands,

@@ -86,6 +86,15 @@ Preset = Annotated[str | None, typer.Option(help="'fetterly' for the 2004 paper'
 NumPerm = Annotated[
     int | None, typer.Option("--num-perm", help="min-hash values per page (default 128)")
 ]
+SketchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sketch",
+        help="oph (one permutation, densified: the default) or classic (K hash functions, "
+        "the papers' own; the default of --method supershingles and --preset fetterly); "
+        "a store of crawls keeps the sketch it started with",
+    ),
+]
 ShingleSize = Annotated[int | None, typer.Option(help="words per shingle (default 5)")]
 Wrap = Annotated[bool | None, typer.Option("--wrap/--no-wrap", help="wrap shingles around the end")]
 Bands = Annotated[

@@ -58,6 +58,15 @@ def _write_crawls(store: Path, crawls: list[dict[str, Any]]) -> None:
     replace_file_atomically(store / CRAWLS_FILE, text.encode("utf-8"))
 
 
+def stored_sketch(store: str | Path) -> str | None:
+    """The sketch (`Settings.sketch`) of the crawls a store holds, None for an empty or new
+    store. A store keeps the sketch it started with: a store begun before one-permutation
+    hashing became the default holds classic sketches, and a crawl added without naming a
+    sketch must make the same kind to be compared with them."""
+    crawls = list_crawls(store) if Path(store).exists() else []
+    return load_settings(Path(store) / crawls[0]["path"]).sketch if crawls else None
+
+
 def add_crawl(
     inputs: list[str | Path],
     store: str | Path,
@@ -71,13 +80,15 @@ def add_crawl(
 
     Refuses settings whose sketches could not be compared with the crawls already stored,
     before any work, since evolution and lost-and-found compare signatures across crawls.
+    Without `settings`, the defaults with the store's sketch (`stored_sketch`).
     """
     if not label or "/" in label or label.startswith("."):
         raise StoreError(f"bad crawl label {label!r}: use a plain name such as 2024-04")
     store = Path(store)
     open_folder(store, STORE_KIND, inputs)  # never a folder of the user's, never an input
-    settings = settings or Settings()
     crawls = list_crawls(store)
+    if settings is None:  # the store's own sketch, or the defaults for a new store
+        settings = Settings(sketch=stored_sketch(store))
     for entry in crawls:
         other = load_settings(store / entry["path"])
         try:
