@@ -11,11 +11,14 @@ Every step is a separate process, as a user runs it, and its peak RSS is that pr
    real pages, 10 % planted copies): pages/s and peak RSS.
 2. `neardup serve` on that store, on loopback: the time to open it; an update batch of 1 % of
    the pages edited (3 words replaced each) through `POST /pages`; 20,000 new pages through
-   `POST /pages` (batches of 1,000); then 8 client threads in another process, 90 %
-   `GET /status` and 10 % `POST /check`: p50/p99 of each, and the server's peak RSS.
+   `POST /pages` (batches of 1,000 from 2 client threads); then 8 client threads in another
+   process, 90 % `GET /status` and 10 % `POST /check`: p50/p99 of each, and the server's
+   peak RSS.
 3. `neardup scan` of the same final pages (the re-scan the update saves), timed; its partition
    is the independent reference: REP and RER of the service's same-group pairs against the
    scan's, counted exactly in DuckDB (pairs per cluster x group cell).
+4. Where Debian's `wrk` is installed, the same latencies measured by it (7 connections on
+   `/status`, 1 on `/check`): the server's own, without a Python client's CPU.
 
 Results go to bench/out/service_scale-N.json and a Markdown row on stdout.
 """
@@ -148,13 +151,13 @@ print(json.dumps(out))
 """
 
 
-def new_pages(count: int) -> list[dict[str, str]]:
+def new_pages(count: int, seed: int = 99) -> list[dict[str, str]]:
     """Pages no store holds yet (another seed, another host name)."""
     from neardup.synth.webtext import iter_webtext
 
     return [
-        {"url": p.url.replace("https://", "https://new-"), "text": p.text}
-        for p in iter_webtext(count, seed=99)
+        {"url": p.url.replace("https://", f"https://new{seed}-"), "text": p.text}
+        for p in iter_webtext(count, seed=seed)
     ]
 
 
@@ -189,10 +192,17 @@ def http_steps(store: Path, src: Path, edits: Path, new: list, requests: int, lo
         headers = {"Authorization": "Bearer bench-token"}
 
         def post(pages: list) -> float:
-            t0 = time.perf_counter()
-            for i in range(0, len(pages), 1000):
+            """Batches of 1,000 from 2 client threads, as a crawler's fetchers send them:
+            one batch is parsed and sketched while the other is applied."""
+            from concurrent.futures import ThreadPoolExecutor
+
+            def send(i: int) -> None:
                 r = client.post("/pages", json={"pages": pages[i : i + 1000]}, headers=headers)
                 r.raise_for_status()
+
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(2) as pool:
+                list(pool.map(send, range(0, len(pages), 1000)))
             return time.perf_counter() - t0
 
         with open(edits, encoding="utf-8") as f:
@@ -263,6 +273,78 @@ def component_cost(sizes: tuple[int, ...] = (100, 1000, 5000), updates: int = 20
     return out
 
 
+def wrk_load(store: Path, seconds: int = 20) -> dict | None:
+    """Latency measured by wrk (a C load generator, Debian's `wrk`), when it is installed:
+    7 connections asking `GET /status` for stored URLs and 1 posting `/check`, at once, for
+    `seconds`. The Python client above spends as much CPU as the server on this 2-core
+    machine; wrk shows what the server itself sustains. None without wrk."""
+    import shutil
+    import urllib.parse
+
+    if shutil.which("wrk") is None:
+        return None
+    uf, tf = OUT / "load-urls.txt", OUT / "load-texts.json"
+    urls = [u for u in uf.read_text().split("\n") if u][:5000]
+    status_lua, check_lua = OUT / "wrk-status.lua", OUT / "wrk-check.lua"
+    paths = ",".join(json.dumps("/status?url=" + urllib.parse.quote(u, safe="")) for u in urls)
+    status_lua.write_text(
+        f"local urls = {{{paths}}}\nlocal i = 0\n"
+        "request = function() i = i + 1; "
+        'return wrk.format("GET", urls[(i * 7919) % #urls + 1]) end\n'
+    )
+    body = json.dumps({"text": json.loads(tf.read_text())[0]})
+    check_lua.write_text(
+        f'wrk.method = "POST"\nwrk.path = "/check"\nwrk.body = {json.dumps(body)}\n'
+        'wrk.headers["Content-Type"] = "application/json"\n'
+    )
+    port = free_port()
+    cmd = [*CLI, "serve", str(store), "--port", str(port), "--rate-limit", "off"]
+    with open(OUT / "wrk-serve.log", "w") as err:
+        server = subprocess.Popen(cmd, stdout=err, stderr=subprocess.STDOUT)
+    try:
+        import httpx
+
+        for _ in range(2400):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/")
+                break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        base = f"http://127.0.0.1:{port}"
+        common = ["wrk", "-t1", f"-d{seconds}s", "--latency"]
+        runs = {
+            "status": subprocess.Popen(
+                [*common, "-c7", "-s", str(status_lua), base], stdout=subprocess.PIPE, text=True
+            ),
+            "check": subprocess.Popen(
+                [*common, "-c1", "-s", str(check_lua), base], stdout=subprocess.PIPE, text=True
+            ),
+        }
+        out: dict = {}
+        for kind, proc in runs.items():
+            text, _ = proc.communicate()
+            out[kind] = {
+                "rps": float(text.split("Requests/sec:")[1].split()[0]),
+                "p50": _wrk_ms(text, "50%"),
+                "p99": _wrk_ms(text, "99%"),
+                "errors": "Non-2xx" in text,
+            }
+        return out
+    finally:
+        server.terminate()
+        server.wait(120)
+
+
+def _wrk_ms(text: str, label: str) -> float:
+    """A latency percentile of wrk's --latency table ("  99%   9.35ms"), in ms."""
+    import re
+
+    found = re.search(rf"^\s+{re.escape(label)}\s+([\d.]+)(us|ms|s)\s*$", text, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"no {label} line in wrk's output")
+    return float(found[1]) * {"us": 1e-3, "ms": 1.0, "s": 1000.0}[found[2]]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pages", type=int, default=100_000)
@@ -272,11 +354,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--component", action="store_true", help="only: the cost of one update in a large component"
     )
+    ap.add_argument("--wrk-only", action="store_true", help="only: wrk against the last store")
+    ap.add_argument(
+        "--http-only", action="store_true", help="only: step 2 against the last store, new pages"
+    )
     a = ap.parse_args(argv)
     if a.component:
         rows = component_cost()
         OUT.mkdir(parents=True, exist_ok=True)
         (OUT / "service_component.json").write_text(json.dumps(rows, indent=2))
+        return 0
+    if a.wrk_only:
+        print(json.dumps(wrk_load(a.work / str(a.pages) / "store")))
+        return 0
+    if a.http_only:
+        work = a.work / str(a.pages)
+        (work / "none.jsonl").write_text("")
+        new = new_pages(20_000, seed=int(time.time()) % 10_000 + 100)
+        step = http_steps(
+            work / "store",
+            corpus(a.pages),
+            work / "none.jsonl",
+            new,
+            a.requests,
+            work / "serve-again.log",
+        )
+        print(json.dumps(step))
         return 0
     src = corpus(a.pages)
     work = a.work / str(a.pages)
@@ -301,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"re-scan: {secs:.1f} s ({res['update_vs_rescan']:.1f}x the update)", flush=True)
     res["parity"] = parity(store, run_dir)
     print(f"parity: {res['parity']}", flush=True)
+    res["wrk"] = wrk_load(store)
+    print(f"wrk: {res['wrk']}", flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"service_scale-{a.pages}.json").write_text(json.dumps(res, indent=2))
     print(

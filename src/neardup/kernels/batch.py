@@ -97,7 +97,7 @@ def set_fingerprint(values: np.ndarray, seed: np.uint64) -> np.uint64:
     return finish(acc ^ seed, values.shape[0])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # threads sketch batches side by side (the service)
 def _sketch_kernel(
     buf: np.ndarray,
     offsets: np.ndarray,

@@ -99,7 +99,7 @@ def _emit(out: np.ndarray, o: int, v: int, in_word: bool, solo: bool) -> tuple[i
     return _put_utf8(out, o, cp), True, False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # threads canonicalise side by side (the service)
 def canonicalize_kernel(
     buf: np.ndarray,
     offsets: np.ndarray,

@@ -33,7 +33,7 @@ from neardup.kernels.tokens import canonicalize_packed, pack_texts
 TAG_SUBDICT = 101  # seed tag of the word -> sub-dictionary hash (distinct from sketch tags)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dim_lengths_kernel(
     buf: np.ndarray,
     offsets: np.ndarray,
