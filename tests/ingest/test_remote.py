@@ -211,8 +211,10 @@ def test_a_fetch_that_keeps_breaking_ends_its_file_with_one_row(served):
         _Handler.break_always.discard("/d.warc.gz")
     whole = record_rows([str(root / "a.warc.gz")])
     cut = rows.index(next(r for r in rows if (r[2] or "").startswith("unreadable record")))
-    assert 0 < cut < len(whole)
-    assert rows[:cut] == whole[:cut]  # what came before the break is kept
+    # How much of the half-body arrives before the reset is up to the HTTP client's buffers
+    # (sometimes none of it); whatever records did arrive are kept, in order.
+    assert 0 <= cut < len(whole)
+    assert rows[:cut] == whole[:cut]
     assert "fetch failed 5 times" in rows[cut][2] and rows[cut][2].endswith("rest skipped")
     assert rows[cut + 1 :] == record_rows([str(root / "b.warc.gz")])  # and the scan goes on
 
