@@ -163,7 +163,10 @@ def build_store(
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
         sql = read_sql("build.sql").format(
-            staging=sql_path(staging), min_tokens=settings.min_tokens, wat_reason=WAT_REASON
+            staging=sql_path(staging),
+            min_tokens=settings.min_tokens,
+            wat_reason=WAT_REASON,
+            clusters_of_pages=read_sql("clusters_of_pages.sql").format(pages="pages"),
         )
         con.execute(sql)
         con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])

@@ -68,20 +68,9 @@ SELECT * FROM read_parquet('{staging}/pairs.parquet') ORDER BY doc_a, doc_b;
 CREATE TABLE containment AS
 SELECT * FROM read_parquet('{staging}/containment.parquet') ORDER BY doc_small, doc_large;
 
+-- One row per cluster of two pages or more (clusters_of_pages.sql, shared with Spark).
 CREATE TABLE clusters AS
-SELECT
-    m.cluster_id,
-    count(*) AS size,
-    count(DISTINCT m.host) AS n_hosts,
-    count(DISTINCT m.class_id) AS n_distinct_texts,
-    min(m.similarity_to_representative) AS min_similarity,
-    any_value(r.doc_id) AS representative_doc_id,
-    any_value(r.url) AS representative_url,
-    any_value(r.title) AS representative_title
-FROM pages AS m
-JOIN pages AS r ON r.doc_id = m.cluster_id
-WHERE m.cluster_size >= 2
-GROUP BY m.cluster_id
+{clusters_of_pages}
 ORDER BY size DESC, m.cluster_id;
 
 -- Links. A target URL resolves to the page of that URL: a response, resource or conversion

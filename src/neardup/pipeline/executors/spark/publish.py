@@ -66,21 +66,6 @@ LEFT JOIN assignments AS a ON a.doc_id = p.doc_id
 LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
 """
 
-CLUSTERS_SQL = """
-SELECT
-    m.cluster_id,
-    count(*) AS size,
-    count(DISTINCT m.host) AS n_hosts,
-    count(DISTINCT m.class_id) AS n_distinct_texts,
-    min(m.similarity_to_representative) AS min_similarity,
-    any_value(r.doc_id) AS representative_doc_id,
-    any_value(r.url) AS representative_url,
-    any_value(r.title) AS representative_title
-FROM run_pages AS m
-JOIN run_pages AS r ON r.doc_id = m.cluster_id
-WHERE m.cluster_size >= 2
-GROUP BY m.cluster_id
-"""
 
 LATEST_SQL = f"""
 SELECT url_key, doc_id, next_key FROM (
@@ -188,7 +173,7 @@ def publish_tables(
     run_pages = spark.read.parquet(str(staging / "pages.parquet"))
     run_pages.createOrReplaceTempView("run_pages")
 
-    clusters = spark.sql(CLUSTERS_SQL)
+    clusters = spark.sql(read_sql("clusters_of_pages.sql").format(pages="run_pages"))
     _sorted_write(clusters, staging / "clusters.parquet", _order("clusters"), clusters.columns)
     spark.read.parquet(str(staging / "clusters.parquet")).createOrReplaceTempView("run_clusters")
 
