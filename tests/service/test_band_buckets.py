@@ -66,10 +66,32 @@ def test_large_batches_merge_into_the_base_and_drop_dead_nodes():
         bb.remove(gone)
         for u in gone:
             del ref[u]
-    # the levels hold only live entries after a merge, and every live node is found
+    # the levels hold only live entries after a merge, every live node is found, and the
+    # ids were numbered again once most of them belonged to nodes that left
     assert bb.base.size > 0
+    assert len(bb.url_of) <= 2 * max(len(ref), 1024) + 30_000
     sample = rng.choice(len(ref), 200, replace=False)
     urls = list(ref)
     wanted = [np.unique([ref[urls[i]][t] for i in sample]) for t in range(TABLES)]
     got = {b: set(m) for b, m in bb.members(wanted, 1).items()}
     assert got == reference_members(ref, wanted, 1)
+
+
+def test_churn_keeps_slots_bounded_and_members_right():
+    """The same 2,000 pages replaced again and again (a service re-crawling its pages): the
+    slots stay within a small multiple of the live nodes, and lookups stay exact."""
+    rng = np.random.default_rng(2)
+    bb = BandBuckets(TABLES)
+    ref: dict[str, np.ndarray] = {}
+    urls = [f"u{i}" for i in range(2000)]
+    for _ in range(40):
+        keys = rng.integers(0, 3000, size=(len(urls), TABLES), dtype=np.int64)
+        bb.remove([u for u in urls if u in ref])
+        bb.add(urls, keys)
+        ref = dict(zip(urls, keys, strict=True))
+        assert len(bb.url_of) <= 2 * 2 * 2000 + 2000
+    wanted = [np.unique(np.stack(list(ref.values()))[:, t]) for t in range(TABLES)]
+    got = {b: set(m) for b, m in bb.members(wanted, 1).items()}
+    assert got == reference_members(ref, wanted, 1)
+    for url, ks in ref.items():
+        assert bb.keys_of(url).tolist() == ks.tolist()

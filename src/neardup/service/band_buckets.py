@@ -7,7 +7,8 @@ log-structured merge tree with two levels: a large *base* and a small *delta* th
 batch's new nodes, re-sorted per batch and merged into the base once it outgrows an eighth of
 it, so inserting costs amortised O(log n) array work per key and no Python object. A node that
 leaves is only marked dead (its entries are skipped on lookup and dropped at the next merge),
-and an id is never given twice, so an entry can never point at the wrong page.
+and an id is never given twice while an entry may hold it, so an entry can never point at the
+wrong page; once most ids belong to nodes that left, the live ones are numbered again.
 
 Per page this holds, for each of the T tables, an 8-byte key and a 4-byte id (about 216
 bytes at T = 18), plus the node's own keys (8 T bytes) to find its entries when it leaves.
@@ -137,3 +138,26 @@ class BandBuckets:
             self.base.merge(self.delta.keys, self.delta.ids, self.alive)
             self.delta = _Level(self.tables)
             self.dead = 0
+            if len(self.url_of) > 2 * max(len(self.id_of), 1024):
+                self._renumber()
+
+    def _renumber(self) -> None:
+        """Give the live nodes ids 0..n-1 again, once most ids belong to nodes that left:
+        a service that updates its pages for months would otherwise keep a slot (and its
+        keys) for every version a page ever had. Called right after a merge, when the delta is
+        empty and the base holds live nodes only; the order of ids is kept, so the levels
+        stay sorted as they are."""
+        n = len(self.url_of)
+        live = np.flatnonzero(self.alive[:n])
+        new_id = np.full(n, -1, dtype=np.int64)
+        new_id[live] = np.arange(live.size)
+        for t in range(self.tables):
+            self.base.ids[t] = new_id[self.base.ids[t]].astype(np.int32)
+        self.url_of = [self.url_of[i] for i in live.tolist()]
+        self.id_of = {u: i for i, u in enumerate(self.url_of)}
+        cap = max(1024, 2 * live.size)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.alive[: live.size] = True
+        keys = np.zeros((cap, self.tables), dtype=np.int64)
+        keys[: live.size] = self.node_keys[live]
+        self.node_keys = keys
