@@ -105,6 +105,27 @@ def optimal_bands(
     return int(b_all[best]), int(r_all[best])
 
 
+def key_hits(
+    sorted_keys: np.ndarray, ids: np.ndarray, queries: np.ndarray, max_per_key: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(query position, id) of every entry of one sorted table whose key equals a query's.
+
+    One `searchsorted` per side for all queries, then the matching ranges are expanded with
+    `np.repeat`: no Python loop over queries or entries. With `max_per_key`, only the first
+    entries of a key (in table order) are read, so one huge bucket cannot blow a lookup up.
+    Shared by `BandTable.lookup` and the service's band index."""
+    lo = np.searchsorted(sorted_keys, queries, side="left")
+    hi = np.searchsorted(sorted_keys, queries, side="right")
+    if max_per_key is not None:
+        hi = np.minimum(hi, lo + max_per_key)
+    counts = hi - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, np.int64), np.empty(0, ids.dtype)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(np.arange(queries.size), counts), ids[np.repeat(lo, counts) + offsets]
+
+
 @dataclass(frozen=True)
 class BandTable:
     """A band index: per band, the band keys sorted, and the id of the row of each key.
@@ -146,24 +167,14 @@ class BandTable:
         query_keys = np.asarray(query_keys)
         if query_keys.ndim != 2 or query_keys.shape[1] != self.bands:
             raise ValueError(f"need Q x {self.bands} query keys, got shape {query_keys.shape}")
-        queries = np.arange(query_keys.shape[0])
-        qs, rs = [], []
-        for j in range(self.bands):
-            keys = self.keys[j]
-            lo = np.searchsorted(keys, query_keys[:, j], side="left")
-            hi = np.searchsorted(keys, query_keys[:, j], side="right")
-            if max_bucket is not None:
-                hi = np.minimum(hi, lo + max_bucket)
-            counts = hi - lo
-            total = int(counts.sum())
-            if total == 0:
-                continue
-            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-            qs.append(np.repeat(queries, counts))
-            rs.append(np.asarray(self.ids[j][np.repeat(lo, counts) + offsets], dtype=np.int64))
-        if not qs:
+        hits = [
+            key_hits(self.keys[j], self.ids[j], query_keys[:, j], max_bucket)
+            for j in range(self.bands)
+        ]
+        q = np.concatenate([q for q, _ in hits])
+        r = np.concatenate([np.asarray(r, dtype=np.int64) for _, r in hits])
+        if not r.size:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        q, r = np.concatenate(qs), np.concatenate(rs)
         if r.min() < 0:
             raise ValueError("band table ids must be non-negative")
         span = int(r.max()) + 1

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neardup.kernels.lsh import key_hits
+
 _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
 
@@ -46,15 +48,7 @@ class _Level:
 
     def lookup(self, t: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(query index, node id) of every entry of table `t` whose key is one of `keys`."""
-        table = self.keys[t]
-        lo = np.searchsorted(table, keys, side="left")
-        hi = np.searchsorted(table, keys, side="right")
-        counts = hi - lo
-        total = int(counts.sum())
-        if total == 0:
-            return np.empty(0, np.int64), _EMPTY_IDS
-        starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
-        return np.repeat(np.arange(keys.size), counts), self.ids[t][starts + np.arange(total)]
+        return key_hits(self.keys[t], self.ids[t], keys)
 
 
 class BandBuckets:
