@@ -39,7 +39,7 @@ from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.batch import compute_batch
 from neardup.service.lengths import LengthMap
 from neardup.service.popularity import RedirectGraph
-from neardup.service.prepare import PreparedBatch, prepare_batch
+from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
 from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import (
     DB_NAME,
@@ -319,18 +319,10 @@ class ServiceIndex:
         update = PageUpdate("check:", text=text, html=html)
         sk = prepare_batch([update], self.settings, self.options.dims).sketches["check:"]
         with self.lock:
-            matches = []
-            if sk.n_shingles and self.options.tier2 == "bands":
-                for url, sim in self.scan_graph.similar(sk.signature):
-                    gid = self.pages[url].group_id
-                    matches.append({"url": url, "group_id": gid, "resemblance": sim})
-            elif sk.n_shingles:
-                found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
-                for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
-                    url = self.store_rows.urls[row]
-                    assert url is not None
-                    gid = self.pages[url].group_id
-                    matches.append({"url": url, "group_id": gid, "resemblance": sim})
+            matches = [
+                {"url": url, "group_id": self.pages[url].group_id, "resemblance": sim}
+                for url, sim in self._neighbours(sk)
+            ]
             matches.sort(key=lambda m: (-m["resemblance"], m["url"]))
             best = matches[0] if matches else None
             gid = best["group_id"] if best else None
@@ -344,6 +336,21 @@ class ServiceIndex:
                 "matches": matches[:10],
                 "length": sk.n_tokens,
             }
+
+    def _neighbours(self, sk: PageSketch) -> list[tuple[str, float]]:
+        """Stored pages resembling a sketch by at least τ, with the resemblance: through the
+        scan's band index ("bands") or tier 2's row store ("lengths", "lsh")."""
+        if not sk.n_shingles:
+            return []
+        if self.options.tier2 == "bands":
+            return self.scan_graph.similar(sk.signature)
+        found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
+        out = []
+        for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
+            url = self.store_rows.urls[row]
+            assert url is not None
+            out.append((url, sim))
+        return out
 
     def counts(self) -> dict[str, int]:
         live = [p for p in self.pages.values() if not p.removed]

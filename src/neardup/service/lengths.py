@@ -56,10 +56,6 @@ def dim_lengths(texts: Sequence[str], dims: int, seed: int = 1) -> np.ndarray:
     The words are the canonical tokens of the sketches; a word's bucket depends only on the
     word and `seed`, so the same word counts in the same dimension on every page.
     """
-    if dims < 1:
-        raise ValueError("dims must be >= 1")
-    if not texts:
-        return np.zeros((0, dims), dtype=np.int32)
     return dim_lengths_packed(*canonicalize_packed(*pack_texts(list(texts))), dims, seed)
 
 

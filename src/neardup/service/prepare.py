@@ -65,19 +65,21 @@ def prepare_batch(updates: Iterable[PageUpdate], settings: Settings, dims: int) 
         urls.append(url)
     sketches: dict[str, PageSketch] = {}
     if urls:
-        canonical = canonicalize_packed(*pack_texts(texts))  # once, for both kernels
+        raw, bounds = pack_texts(texts)  # the texts' UTF-8, once: the exact fingerprints
+        canonical = canonicalize_packed(raw, bounds)  # once, for both kernels
         sk = sketch_packed(*canonical, settings)
         lens = dim_lengths_packed(*canonical, dims, settings.seed)
         n_tokens = sk.n_tokens.tolist()
         n_shingles = sk.n_shingles.tolist()
         shingle_fp = sk.shingle_fp.tolist()
-        for i, (url, text) in enumerate(zip(urls, texts, strict=True)):
+        data, ends = memoryview(raw), bounds.tolist()
+        for i, url in enumerate(urls):
             sketches[url] = PageSketch(
                 signature=sk.minhash[i].copy(),
                 n_shingles=n_shingles[i],
                 shingle_fp=shingle_fp[i],
                 n_tokens=n_tokens[i],
-                exact_fp=fingerprint64(text.encode("utf-8", "surrogatepass")),
+                exact_fp=fingerprint64(data[ends[i] : ends[i + 1]]),
                 lengths=lens[i],
                 key=url_key(url),
             )
