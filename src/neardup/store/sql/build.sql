@@ -7,58 +7,9 @@ SELECT * FROM read_parquet('{staging}/sketches.parquet') ORDER BY doc_id;
 CREATE TABLE assignments AS
 SELECT * FROM read_parquet('{staging}/assignments.parquet') ORDER BY doc_id;
 
+-- One row per input record (pages_of_run.sql, shared with Spark).
 CREATE TABLE pages AS
-WITH sizes AS (
-    SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
-)
-SELECT
-    p.doc_id,
-    p.url,
-    p.host,
-    p.status,
-    p.content_type,
-    p.format,
-    p.title,
-    TRY_CAST(p.fetched_at AS TIMESTAMPTZ) AS fetched_at,
-    p.payload_digest,
-    p.redirect_to,
-    p.ip,
-    p.record_type,
-    p.record_id,
-    p.concurrent_to,
-    p.source,
-    p."offset",
-    p.length,
-    p.payload_bytes,
-    p.n_links,
-    p.exact_fp,
-    s.lexical_fp,
-    s.shingle_fp,
-    s.n_tokens,
-    s.n_shingles,
-    a.cluster_id,
-    z.cluster_size,
-    CASE WHEN a.cluster_id IS NULL THEN NULL ELSE a.cluster_id = p.doc_id END
-        AS is_representative,
-    a.component_id,
-    a.identical_id,
-    a.class_id,
-    a.similarity_to_representative,
-    COALESCE(
-        p.skipped_reason,
-        CASE
-            WHEN s.doc_id IS NOT NULL AND a.doc_id IS NULL THEN
-                CASE
-                    WHEN s.n_tokens = 0 THEN 'no words'
-                    WHEN s.n_tokens < {min_tokens} THEN 'too few words'
-                    ELSE 'no shingles left after dropping common shingles'
-                END
-        END
-    ) AS skipped_reason
-FROM read_parquet('{staging}/pages_raw.parquet') AS p
-LEFT JOIN sketches AS s USING (doc_id)
-LEFT JOIN assignments AS a USING (doc_id)
-LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
+{pages_of_run}
 ORDER BY p.doc_id;
 
 CREATE TABLE pairs AS

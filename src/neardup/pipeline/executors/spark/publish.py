@@ -35,38 +35,6 @@ from neardup.store.run import FIGURES_NAME, ORDER_BY, read_sql
 _NOT_TARGETS = "'request', 'metadata', 'warcinfo', 'revisit', 'unknown', 'continuation'"
 MAX_HOPS = 10
 
-PAGES_SQL = """
-WITH sizes AS (
-    SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
-)
-SELECT
-    p.doc_id, p.url, p.host, p.status, p.content_type, p.format, p.title,
-    try_cast(p.fetched_at AS TIMESTAMP) AS fetched_at,
-    p.payload_digest, p.redirect_to, p.ip, p.record_type, p.record_id, p.concurrent_to,
-    p.source, p.`offset`, p.length, p.payload_bytes, p.n_links, p.exact_fp,
-    s.lexical_fp, s.shingle_fp, s.n_tokens, s.n_shingles,
-    a.cluster_id, z.cluster_size,
-    CASE WHEN a.cluster_id IS NULL THEN NULL ELSE a.cluster_id = p.doc_id END
-        AS is_representative,
-    a.component_id, a.identical_id, a.class_id, a.similarity_to_representative,
-    coalesce(
-        p.skipped_reason,
-        CASE
-            WHEN s.doc_id IS NOT NULL AND a.doc_id IS NULL THEN
-                CASE
-                    WHEN s.n_tokens = 0 THEN 'no words'
-                    WHEN s.n_tokens < {min_tokens} THEN 'too few words'
-                    ELSE 'no shingles left after dropping common shingles'
-                END
-        END
-    ) AS skipped_reason
-FROM pages_raw AS p
-LEFT JOIN sketches AS s ON s.doc_id = p.doc_id
-LEFT JOIN assignments AS a ON a.doc_id = p.doc_id
-LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
-"""
-
-
 LATEST_SQL = f"""
 SELECT url_key, doc_id, next_key FROM (
     SELECT doc_id, url_key,
@@ -168,7 +136,14 @@ def publish_tables(
     sketches = table("sketches")
     sketches.createOrReplaceTempView("sketches")
 
-    pages = spark.sql(PAGES_SQL.format(min_tokens=int(min_tokens)))
+    pages = spark.sql(
+        read_sql("pages_of_run.sql").format(
+            pages_raw="pages_raw",
+            offset="`offset`",
+            timestamp="TIMESTAMP",
+            min_tokens=int(min_tokens),
+        )
+    )
     _sorted_write(pages, staging / "pages.parquet", _order("pages"), pages.columns)
     run_pages = spark.read.parquet(str(staging / "pages.parquet"))
     run_pages.createOrReplaceTempView("run_pages")

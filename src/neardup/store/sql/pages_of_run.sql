@@ -1,0 +1,56 @@
+-- The run's pages table: one row per input record, its sketch figures, its cluster and, for a
+-- page without one, why. Read by build.sql (embedded) and by the Spark engine's publish step,
+-- so both write the same table. The dialects differ in three words, given as placeholders:
+-- {pages_raw} (the staged records), {offset} (the quoted column name) and {timestamp} (the
+-- type of fetched_at).
+WITH sizes AS (
+    SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
+)
+SELECT
+    p.doc_id,
+    p.url,
+    p.host,
+    p.status,
+    p.content_type,
+    p.format,
+    p.title,
+    TRY_CAST(p.fetched_at AS {timestamp}) AS fetched_at,
+    p.payload_digest,
+    p.redirect_to,
+    p.ip,
+    p.record_type,
+    p.record_id,
+    p.concurrent_to,
+    p.source,
+    p.{offset},
+    p.length,
+    p.payload_bytes,
+    p.n_links,
+    p.exact_fp,
+    s.lexical_fp,
+    s.shingle_fp,
+    s.n_tokens,
+    s.n_shingles,
+    a.cluster_id,
+    z.cluster_size,
+    CASE WHEN a.cluster_id IS NULL THEN NULL ELSE a.cluster_id = p.doc_id END
+        AS is_representative,
+    a.component_id,
+    a.identical_id,
+    a.class_id,
+    a.similarity_to_representative,
+    COALESCE(
+        p.skipped_reason,
+        CASE
+            WHEN s.doc_id IS NOT NULL AND a.doc_id IS NULL THEN
+                CASE
+                    WHEN s.n_tokens = 0 THEN 'no words'
+                    WHEN s.n_tokens < {min_tokens} THEN 'too few words'
+                    ELSE 'no shingles left after dropping common shingles'
+                END
+        END
+    ) AS skipped_reason
+FROM {pages_raw} AS p
+LEFT JOIN sketches AS s ON s.doc_id = p.doc_id
+LEFT JOIN assignments AS a ON a.doc_id = p.doc_id
+LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
