@@ -155,6 +155,20 @@ def page_rows(run: Path) -> list[tuple]:
         con.close()
 
 
+def rows_from_stdin(path: Path) -> str:
+    """`record_rows(["-"])` in a fresh process reading `path` on its stdin, as printed."""
+    script = (
+        "from neardup.ingest import iter_records\n"
+        "print([(r.url, r.status, r.skipped_reason) for r in iter_records(['-'])])"
+    )
+    with open(path, "rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True, timeout=60
+        )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
 def record_rows(paths: list[str]) -> list[tuple]:
     return [(r.url, r.status, r.skipped_reason) for r in iter_records(paths)]
 
@@ -303,16 +317,7 @@ def test_jsonl_from_stdin_and_http_gives_the_rows_of_the_file(served, tmp_path):
     local = record_rows([str(root / "t.jsonl.gz")])
     assert [r[0] for r in local] == [r["url"] for r in rows]
     assert record_rows([base + "t.jsonl.gz"]) == local
-    script = (
-        "from neardup.ingest import iter_records\n"
-        "print([(r.url, r.status, r.skipped_reason) for r in iter_records(['-'])])"
-    )
-    with open(root / "t.jsonl.gz", "rb") as stdin:
-        proc = subprocess.run(
-            [sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True, timeout=60
-        )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == repr(local)
+    assert rows_from_stdin(root / "t.jsonl.gz") == repr(local)
 
 
 def test_parquet_over_http_is_read_in_ranges(served):
@@ -358,13 +363,4 @@ def test_plain_jsonl_from_http_and_stdin(served, tmp_path):
         for r in iter_records([base + "plain.jsonl"], on_bytes=read.append)
     ] == local
     assert len(local) == 200 and sum(read) == len(lines)
-    script = (
-        "from neardup.ingest import iter_records\n"
-        "print([(r.url, r.status, r.skipped_reason) for r in iter_records(['-'])])"
-    )
-    with open(root / "plain.jsonl", "rb") as stdin:
-        proc = subprocess.run(
-            [sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True, timeout=60
-        )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == repr(local)
+    assert rows_from_stdin(root / "plain.jsonl") == repr(local)
