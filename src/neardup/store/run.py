@@ -104,6 +104,16 @@ def memory_limit(share: float = 0.25, floor_mib: int = 512) -> str:
     return f"{mib}MB"
 
 
+def _summary_figures(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The summary row of a built store (summary.sql) with its skips by reason."""
+    summary = con.execute(read_sql("summary.sql")).fetchone()
+    names = [d[0] for d in con.description]
+    result = dict(zip(names, summary, strict=True))
+    skipped = con.execute(read_sql("skipped.sql")).fetchall()
+    result["skipped_by_reason"] = {reason: count for reason, count in skipped}
+    return result
+
+
 def is_dataset_run(path: str | Path) -> bool:
     """Whether a run (or a staging folder) holds its tables as Parquet datasets (folders of
     part files, as the Spark engine writes them) rather than single files."""
@@ -133,14 +143,10 @@ def _build_dataset_store(staging: Path, settings: Settings) -> dict[str, Any]:
         tmp.mkdir(exist_ok=True)
         con.execute(f"SET memory_limit = '{memory_limit()}'")
         con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
-        summary = con.execute(read_sql("summary.sql")).fetchone()
-        names = [d[0] for d in con.description]
-        skipped = con.execute(read_sql("skipped.sql")).fetchall()
+        result = _summary_figures(con)
     finally:
         con.close()
     shutil.rmtree(staging / "duckdb_tmp", ignore_errors=True)
-    result = dict(zip(names, summary, strict=True))
-    result["skipped_by_reason"] = {reason: count for reason, count in skipped}
     return result
 
 
@@ -178,9 +184,7 @@ def build_store(
         con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])
         for table in EXPORTED_TABLES:
             _export(con, table, staging / f"{table}.parquet")
-        summary = con.execute(read_sql("summary.sql")).fetchone()
-        names = [d[0] for d in con.description]
-        skipped = con.execute(read_sql("skipped.sql")).fetchall()
+        result = _summary_figures(con)
     finally:
         con.close()
     _export_sketches(staging, settings)
@@ -192,8 +196,6 @@ def build_store(
             target.rmdir()
         elif target.exists():
             target.unlink()
-    result = dict(zip(names, summary, strict=True))
-    result["skipped_by_reason"] = {reason: count for reason, count in skipped}
     return result
 
 
