@@ -26,7 +26,7 @@ from neardup.ingest.paths_file import resolve_inputs
 from neardup.pipeline.executors import ScanEngine, engine_named
 from neardup.pipeline.progress import Progress, SilentProgress, Unit
 from neardup.pipeline.stages import run_stages
-from neardup.store import build_store
+from neardup.store import anchor_views, build_store
 from neardup.store.outputs import check_folder, marker_kind, replacing_folder
 
 
@@ -140,4 +140,5 @@ def scan(
         (staging / "summary.json").write_text(
             json.dumps(summary, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
         )
+    anchor_views(out)  # in place now: views by absolute path, for any DuckDB client
     return ScanResult(path=out, summary=summary)

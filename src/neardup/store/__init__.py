@@ -1,8 +1,10 @@
-"""The run directory: a DuckDB database, Parquet exports and the sketch matrices."""
+"""The run directory: Parquet tables, a DuckDB database of views over them, and the sketch
+matrices."""
 
 from neardup.store.run import (
     EXPORTED_TABLES,
     RunError,
+    anchor_views,
     build_store,
     load_settings,
     load_summary,
@@ -14,6 +16,7 @@ from neardup.store.run import (
 __all__ = [
     "EXPORTED_TABLES",
     "RunError",
+    "anchor_views",
     "build_store",
     "load_settings",
     "load_summary",

@@ -1,10 +1,11 @@
 """Build, export and open a run directory.
 
-A run directory holds `neardup.duckdb` (the tables, for SQL), one Parquet file per table
-(to join from any tool), `signatures.npy` (min-hash rows, memory-mapped by later stages and
-the query service), `settings.json` and `summary.json`. It is built complete in a staging
-directory and renamed into place, so a killed scan leaves either the old run or the new one,
-never half of one.
+A run directory holds one Parquet file (or, from the Spark engine, one folder of Parquet part
+files) per table, to join from any tool; `neardup.duckdb`, whose tables are views over those
+files, for SQL; `signatures.npy` (min-hash rows, read by later stages and the query service),
+`settings.json` and `summary.json`. Each row is stored once, in Parquet: the database names
+the files relative to the run. It is built complete in a staging directory and renamed into
+place, so a killed scan leaves either the old run or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from neardup.kernels import SIGNATURE_DTYPE
 from neardup.store.sql_files import package_sql
 
 DB_NAME = "neardup.duckdb"
-EXPORTED_TABLES = ("pages", "pairs", "containment", "clusters", "links")
+EXPORTED_TABLES = ("pages", "pairs", "containment", "clusters", "links")  # the sorted ones
 ORDER_BY = {
     "pages": "doc_id",
     "pairs": "doc_a, doc_b",
@@ -34,7 +35,18 @@ ORDER_BY = {
     "clusters": "size DESC, cluster_id",
     "links": "src_doc",
 }
-INTERMEDIATE = ("pages_raw.parquet", "assignments.parquet", "duckdb_tmp")
+# Staged tables the build re-sorts into a file of the same name; renamed aside first.
+RESTAGED = ("pairs", "containment", "links")
+INTERMEDIATE = (
+    "pages_raw.parquet",
+    "assignments.parquet",
+    *(f"{table}.staged.parquet" for table in RESTAGED),
+    "duckdb_tmp",
+)
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd"
+# Signature rows read per batch when `sketches.parquet` gains its min-hash column: 64 MiB of
+# signatures at K = 128, whatever the size of the run.
+SKETCH_BATCH = 65536
 FIGURES_NAME = "figures.json"  # a dataset run's summary figures, computed where the data is
 DATASET_TABLES = ("pages", "pairs", "containment", "clusters", "links", "page_text", "sketches")
 
@@ -52,29 +64,41 @@ def sql_path(path: Path) -> str:
     return path.resolve().as_posix().replace("'", "''")
 
 
-def _export(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
-    """Stream a table to Parquet in a fixed order, so equal runs give equal files."""
-    query = f"SELECT * FROM {table} ORDER BY {ORDER_BY[table]}"
-    reader = con.sql(query).to_arrow_reader(65536)
-    with pq.ParquetWriter(path, reader.schema, compression="zstd") as writer:
-        for batch in reader:
-            writer.write_batch(batch)
+def _signature_rows(path: Path, k: int, start: int, count: int) -> np.ndarray:
+    """Rows `start .. start + count` of the signature matrix in `path`, read from the file
+    (plain reads, no memory map), so reading every row in turn holds one batch at a time."""
+    with path.open("rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if major == 1
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(f)
+        if dtype != SIGNATURE_DTYPE or len(shape) != 2 or shape[1] != k:
+            raise RunError(f"{path}: signatures are {dtype} {shape}, expected (n, {k})")
+        f.seek(start * k * dtype.itemsize, os.SEEK_CUR)
+        return np.fromfile(f, dtype=dtype, count=count * k).reshape(-1, k)
 
 
 def _export_sketches(staging: Path, settings: Settings) -> None:
     """`sketches.parquet`: fingerprints plus the min-hash values as a fixed-size list of
     int64 (the two's-complement view, so engines without unsigned types can read it).
-    Streams in batches aligned with the signature rows."""
+    Streams in batches aligned with the signature rows, read from the file batch by batch:
+    a memory map of the whole matrix would leave every page of it resident (512 bytes a
+    page at K = 128, the largest part of the store stage's memory at millions of pages)."""
     source = staging / "sketches.parquet"
     target = staging / "sketches.parquet.tmp"
-    signatures = np.load(staging / "signatures.npy", mmap_mode="r")
     k = settings.num_perm
     row = 0
     schema = pq.read_schema(source).append(pa.field("minhash", pa.list_(pa.int64(), k)))
     with pq.ParquetWriter(target, schema, compression="zstd") as writer:
-        for batch in pq.ParquetFile(source).iter_batches(batch_size=65536):
+        for batch in pq.ParquetFile(source).iter_batches(batch_size=SKETCH_BATCH):
             n = batch.num_rows
-            values = np.asarray(signatures[row : row + n]).astype(np.uint64).view(np.int64)
+            rows = _signature_rows(staging / "signatures.npy", k, row, n)
+            values = rows.astype(np.uint64).view(np.int64)
+            if len(rows) != n:
+                raise RunError(f"{staging}: fewer signature rows than sketches ({row + n})")
             minhash = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), k)
             columns = [*batch.columns, minhash]
             writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
@@ -156,11 +180,15 @@ def build_store(
     workers: int,
     memory_limit: str = "512MB",
 ) -> dict[str, Any]:
-    """Create the DuckDB database and Parquet exports in `staging`; return the summary row.
-    A staging folder whose tables are datasets (the Spark engine's) gets views over them
-    instead (`_build_dataset_store`): nothing is copied through this machine."""
+    """Write the run's tables as Parquet files in `staging` and a DuckDB database of views
+    over them (build.sql); return the summary row. A staging folder whose tables are
+    datasets (the Spark engine's) gets views over them instead (`_build_dataset_store`):
+    nothing is copied through this machine."""
     if is_dataset_run(staging):
         return _build_dataset_store(staging, settings)
+    _export_sketches(staging, settings)
+    for table in RESTAGED:
+        (staging / f"{table}.parquet").rename(staging / f"{table}.staged.parquet")
     tmp = staging / "duckdb_tmp"
     tmp.mkdir(exist_ok=True)
     con = duckdb.connect(str(staging / DB_NAME))
@@ -168,10 +196,12 @@ def build_store(
         con.execute(f"SET threads = {max(1, workers)}")
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
+        con.execute(f"SET file_search_path = '{sql_path(staging)}'")
         sql = read_sql("build.sql").format(
             staging=sql_path(staging),
             min_tokens=settings.min_tokens,
             wat_reason=WAT_REASON,
+            parquet=PARQUET_OPTIONS,
             clusters_of_pages=read_sql("clusters_of_pages.sql").format(pages="pages"),
             pages_of_run=read_sql("pages_of_run.sql").format(
                 pages_raw=f"read_parquet('{sql_path(staging)}/pages_raw.parquet')",
@@ -182,32 +212,80 @@ def build_store(
         )
         con.execute(sql)
         con.execute("CREATE TABLE settings AS SELECT ? AS settings_json", [settings.to_json()])
-        for table in EXPORTED_TABLES:
-            _export(con, table, staging / f"{table}.parquet")
         result = _summary_figures(con)
     finally:
         con.close()
-    _export_sketches(staging, settings)
     for name in INTERMEDIATE:
         target = staging / name
         if target.is_dir():
-            for child in target.iterdir():
-                child.unlink()
-            target.rmdir()
+            shutil.rmtree(target)
         elif target.exists():
             target.unlink()
     return result
 
 
+ANCHOR_TABLE = "run_location"  # the absolute path the views were last pointed at
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    return {name for (name,) in rows}
+
+
+def anchor_views(path: str | Path) -> None:
+    """Point the run's views at its Parquet files by absolute path, and record that path.
+
+    A view names its file relative to the run while the run is built in its staging folder;
+    once the run is in place, absolute paths let any DuckDB client open `neardup.duckdb`
+    from any directory (`duckdb run/neardup.duckdb`), as it could when the tables were
+    stored inside it. A run that is moved afterwards is re-pointed by `open_run`."""
+    run = Path(path).resolve()
+    con = duckdb.connect(str(run / DB_NAME))
+    try:
+        views = _views(con)
+        for table in DATASET_TABLES:
+            target = run / f"{table}.parquet"
+            if table in views and target.exists():
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {table} AS "
+                    f"SELECT * FROM read_parquet('{sql_path(target)}')"
+                )
+        con.execute(f"CREATE OR REPLACE TABLE {ANCHOR_TABLE} AS SELECT ? AS path", [str(run)])
+    finally:
+        con.close()
+
+
+def _anchored_elsewhere(con: duckdb.DuckDBPyConnection, run: Path) -> str | None:
+    """The path a run's views point at, when that is not where the run now is."""
+    if not con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [ANCHOR_TABLE]
+    ).fetchone()[0]:
+        return None
+    (anchored,) = con.execute(f"SELECT path FROM {ANCHOR_TABLE}").fetchone()
+    return None if anchored == str(run.resolve()) else anchored
+
+
 def open_run(path: str | Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection to a finished run."""
+    """A DuckDB connection to a finished run; a run moved since it was written has its views
+    re-pointed at its files first (`anchor_views`)."""
     db = Path(path) / DB_NAME
     if not db.exists():
         raise RunError(f"{path} is not a neardup run directory (no {DB_NAME}); run `neardup scan`")
     con = duckdb.connect(str(db), read_only=read_only)
-    # A dataset run's views name their folders relative to the run, so a run moved or
-    # mounted elsewhere still opens; for a run of single files this changes nothing. GLOBAL:
-    # the cursors callers open (the UI's, one per request) must resolve them too.
+    moved_from = _anchored_elsewhere(con, Path(path))
+    if moved_from is not None:
+        con.close()
+        try:
+            anchor_views(path)
+        except (duckdb.Error, OSError) as err:
+            raise RunError(
+                f"{path} was moved from {moved_from} and its views cannot be re-pointed "
+                f"here ({err}); open it once where {db} is writable"
+            ) from None
+        con = duckdb.connect(str(db), read_only=read_only)
+    # Views still relative (a run whose publish was cut short before `anchor_views`) resolve
+    # against the run; for anchored views this changes nothing. GLOBAL: the cursors callers
+    # open (the UI's, one per request) must resolve them too.
     con.execute(f"SET GLOBAL file_search_path = '{sql_path(Path(path))}'")
     return con
 

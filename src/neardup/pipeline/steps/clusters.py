@@ -42,35 +42,65 @@ ASSIGN_SCHEMA = pa.schema(
 )
 
 
+# Rows of `assignments.parquet` built and written at a time.
+ASSIGN_SLICE = 1 << 20
+
+
+def _lift(touched: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
+    """Per node of the whole graph: its label from the subgraph of `touched` nodes (mapped
+    back to whole-graph nodes), itself for a node outside it."""
+    out = np.arange(n, dtype=np.int64)
+    out[touched] = touched[labels]
+    return out
+
+
+def _touched_graph(n: int, ea: np.ndarray, eb: np.ndarray, similarity: np.ndarray | None):
+    """The subgraph of the nodes that have an edge, renumbered in the same order.
+
+    Most pages of a crawl have no near-duplicate: their node is alone, its cluster,
+    component and identical group are itself, and every rule would only carry it through
+    its sorts. The rules never look across a component and order nodes by keys and ranks
+    that keep their relative order under an increasing renumbering, so running them on
+    the touched nodes alone gives the same clusters, with arrays the size of the pages
+    that have a near-duplicate rather than of all pages."""
+    touched = np.unique(np.concatenate([ea, eb]))
+    graph = Graph.from_edges(
+        touched.size, np.searchsorted(touched, ea), np.searchsorted(touched, eb), similarity
+    )
+    return touched, graph
+
+
 def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
     """Write `assignments.parquet`; return the number of clusters with at least two pages."""
     reps = near.reps
+    n = reps.size
     node_of = np.searchsorted(reps, near.class_rep)  # node of every eligible page
-    class_size = np.bincount(node_of, minlength=reps.size)
+    class_size = np.bincount(node_of, minlength=n)
     ea = np.searchsorted(reps, near.edge_a)
     eb = np.searchsorted(reps, near.edge_b)
-    graph = Graph.from_edges(reps.size, ea, eb, near.similarity)
+    touched, graph = _touched_graph(n, ea, eb, near.similarity)
 
-    component = connected_components(graph)
-    tie = near.keys[reps]
+    component_t = connected_components(graph)
+    component = _lift(touched, component_t, n)
+    tie = near.keys[reps[touched]]
+    weight = class_size[touched]
     if settings.cluster_rule == "core":
-        cluster_node = core_clusters(graph, settings.strong_similarity, class_size, tie)
+        cluster_t = core_clusters(graph, settings.strong_similarity, weight, tie)
     elif settings.cluster_rule == "center":
-        cluster_node = center_clusters(graph, class_size, tiebreak=tie)
+        cluster_t = center_clusters(graph, weight, tiebreak=tie)
     else:
-        cluster_node = component_representatives(graph, component, class_size, tie)
+        cluster_t = component_representatives(graph, component_t, weight, tie)
+    cluster_node = _lift(touched, cluster_t, n)
+    del graph, component_t, cluster_t, tie, weight
 
     full = near.agree == settings.supershingle_count if settings.has_supershingles else None
-    if full is not None:
-        identical_graph = Graph.from_edges(reps.size, ea[full], eb[full])
-        identical_node = connected_components(identical_graph)
+    if full is not None and full.any():
+        identical_touched, identical_graph = _touched_graph(n, ea[full], eb[full], None)
+        identical_node = _lift(identical_touched, connected_components(identical_graph), n)
     else:
-        identical_node = np.arange(reps.size)
+        identical_node = np.arange(n)
+    del ea, eb
 
-    def doc_of_node(nodes: np.ndarray) -> np.ndarray:
-        return near.docs[reps[nodes[node_of]]]
-
-    cluster_doc = doc_of_node(cluster_node)
     rep_pos = reps[cluster_node[node_of]]
     similarity = np.ones(near.docs.size, dtype=np.float32)
     others = np.flatnonzero(rep_pos != np.arange(near.docs.size))
@@ -82,17 +112,28 @@ def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
                 np.asarray(signatures[near.rows[part]]),
                 np.asarray(signatures[near.rows[rep_pos[part]]]),
             )
-    table = pa.table(
-        {
-            "doc_id": near.docs,
-            "cluster_id": cluster_doc,
-            "component_id": doc_of_node(component),
-            "identical_id": doc_of_node(identical_node),
-            "class_id": near.docs[near.class_rep],
-            "similarity_to_representative": similarity,
-        },
-        schema=ASSIGN_SCHEMA,
-    )
-    pq.write_table(table, staging / "assignments.parquet", compression="zstd")
-    sizes = np.bincount(cluster_node[node_of], minlength=reps.size)
+    del rep_pos, others
+    with pq.ParquetWriter(
+        staging / "assignments.parquet", ASSIGN_SCHEMA, compression="zstd"
+    ) as writer:
+        for start in range(0, near.docs.size, ASSIGN_SLICE):
+            part = slice(start, start + ASSIGN_SLICE)
+            nodes = node_of[part]
+
+            def doc_of_node(labels: np.ndarray, nodes: np.ndarray = nodes) -> np.ndarray:
+                return near.docs[reps[labels[nodes]]]
+
+            table = pa.table(
+                {
+                    "doc_id": near.docs[part],
+                    "cluster_id": doc_of_node(cluster_node),
+                    "component_id": doc_of_node(component),
+                    "identical_id": doc_of_node(identical_node),
+                    "class_id": near.docs[near.class_rep[part]],
+                    "similarity_to_representative": similarity[part],
+                },
+                schema=ASSIGN_SCHEMA,
+            )
+            writer.write_table(table)
+    sizes = np.bincount(cluster_node[node_of], minlength=n)
     return int((sizes >= 2).sum())

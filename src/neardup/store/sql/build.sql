@@ -1,28 +1,39 @@
--- Build the run's tables from the staging Parquet files.
--- {staging} is the staging directory; {min_tokens} the settings' minimum word count.
+-- Write the run's tables as Parquet files in the staging folder and make each a view.
+-- {staging} is the staging directory (absolute, for reading and writing); views name their
+-- files relative to the run, resolved through DuckDB's `file_search_path` (set by the build
+-- and by `open_run`), so a run renamed into place or moved still opens. Tables are written
+-- once, straight to Parquet in a fixed order, never first copied into the database: the run
+-- holds each row once, and the store stage costs one pass over the data.
+-- {min_tokens} is the settings' minimum word count; {parquet} the COPY options.
 
-CREATE TABLE sketches AS
-SELECT * FROM read_parquet('{staging}/sketches.parquet') ORDER BY doc_id;
+CREATE TEMP VIEW assignments AS
+SELECT * FROM read_parquet('{staging}/assignments.parquet');
 
-CREATE TABLE assignments AS
-SELECT * FROM read_parquet('{staging}/assignments.parquet') ORDER BY doc_id;
+-- The sketch figures and min-hash values (written by `_export_sketches` in doc_id order).
+CREATE VIEW sketches AS SELECT * FROM read_parquet('sketches.parquet');
+
+-- Page text, already in doc_id order as the ingest stage wrote it.
+CREATE VIEW page_text AS SELECT * FROM read_parquet('page_text.parquet');
 
 -- One row per input record (pages_of_run.sql, shared with Spark).
-CREATE TABLE pages AS
-{pages_of_run}
-ORDER BY p.doc_id;
+COPY ({pages_of_run} ORDER BY p.doc_id) TO '{staging}/pages.parquet' ({parquet});
+CREATE VIEW pages AS SELECT * FROM read_parquet('pages.parquet');
 
-CREATE TABLE pairs AS
-SELECT * FROM read_parquet('{staging}/pairs.parquet') ORDER BY doc_a, doc_b;
+COPY (
+    SELECT * FROM read_parquet('{staging}/pairs.staged.parquet') ORDER BY doc_a, doc_b
+) TO '{staging}/pairs.parquet' ({parquet});
+CREATE VIEW pairs AS SELECT * FROM read_parquet('pairs.parquet');
 
 -- Contained-in pairs (broder-min / broder-mod with a containment threshold; else empty).
-CREATE TABLE containment AS
-SELECT * FROM read_parquet('{staging}/containment.parquet') ORDER BY doc_small, doc_large;
+COPY (
+    SELECT * FROM read_parquet('{staging}/containment.staged.parquet')
+    ORDER BY doc_small, doc_large
+) TO '{staging}/containment.parquet' ({parquet});
+CREATE VIEW containment AS SELECT * FROM read_parquet('containment.parquet');
 
 -- One row per cluster of two pages or more (clusters_of_pages.sql, shared with Spark).
-CREATE TABLE clusters AS
-{clusters_of_pages}
-ORDER BY size DESC, m.cluster_id;
+COPY ({clusters_of_pages} ORDER BY size DESC, m.cluster_id) TO '{staging}/clusters.parquet' ({parquet});
+CREATE VIEW clusters AS SELECT * FROM read_parquet('clusters.parquet');
 
 -- Links. A target URL resolves to the page of that URL: a response, resource or conversion
 -- record (never the request or metadata record a crawler writes beside it), the latest
@@ -31,7 +42,7 @@ ORDER BY size DESC, m.cluster_id;
 -- `normalize_url`, the form link targets and redirect targets are written in).
 -- A WAT record's links are credited to the page of its URL, after that page's own links,
 -- without repeating them.
-CREATE TABLE links AS
+COPY (
 WITH RECURSIVE fetches AS (
     SELECT
         doc_id,
@@ -66,7 +77,7 @@ raw_links AS (
         l.dst_url,
         r.skipped_reason IS NOT DISTINCT FROM '{wat_reason}' AS from_wat,
         l.file_row_number
-    FROM read_parquet('{staging}/links.parquet', file_row_number = true) AS l
+    FROM read_parquet('{staging}/links.staged.parquet', file_row_number = true) AS l
     JOIN read_parquet('{staging}/pages_raw.parquet') AS r ON r.doc_id = l.src_doc
     LEFT JOIN target AS s
         ON r.skipped_reason IS NOT DISTINCT FROM '{wat_reason}' AND s.url_key = r.url_key
@@ -80,9 +91,6 @@ kept AS (
 SELECT k.src_doc, k.dst_url, t.doc_id AS dst_doc
 FROM kept AS k
 LEFT JOIN target AS t ON t.url_key = k.dst_url
-ORDER BY k.src_doc, k.from_wat, k.file_row_number;
-
-CREATE TABLE page_text AS
-SELECT * FROM read_parquet('{staging}/page_text.parquet'); -- already in doc_id order
-
-DROP TABLE assignments;
+ORDER BY k.src_doc, k.from_wat, k.file_row_number
+) TO '{staging}/links.parquet' ({parquet});
+CREATE VIEW links AS SELECT * FROM read_parquet('links.parquet');
