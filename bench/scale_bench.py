@@ -39,9 +39,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +51,58 @@ NEARDUP = [sys.executable, "-m", "neardup.cli.main"]
 STAGE_ORDER = ("ingest", "count", "sketch", "features", "near", "cluster", "store")
 
 
-def ensure_corpus(pages: int) -> tuple[Path, Path]:
-    """The JSONL corpus of `pages` pages and its truth TSV, generated once."""
+SHARD = 1_000_000  # corpora above a million pages are shards of a million pages each
+
+
+def _write_shard(k: int) -> float:
+    """Write shard `k` (pages k·SHARD .. (k+1)·SHARD) with its truth; seconds taken."""
+    from neardup.synth.webtext import write_webtext
+
+    data, truth, done = _shard_paths(k)
+    t = time.perf_counter()
+    tmp = data.with_name(data.name + ".tmp")
+    write_webtext(tmp, SHARD, truth=truth, first=k * SHARD)
+    tmp.replace(data)
+    seconds = time.perf_counter() - t
+    done.write_text(f"{seconds:.1f} s\n")
+    return seconds
+
+
+def _shard_paths(k: int) -> tuple[Path, Path, Path]:
+    folder = OUT / "shards"
+    stem = f"web-{k * SHARD}-{(k + 1) * SHARD}"
+    return folder / f"{stem}.jsonl", folder / f"{stem}.truth.tsv", folder / f"{stem}.done"
+
+
+def ensure_corpus(pages: int, jobs: int = 2) -> tuple[list[Path], list[Path]]:
+    """The JSONL corpus of `pages` pages and its truth TSVs, generated once.
+
+    Up to a million pages: one file. Beyond: shards of a million pages (`pages` must be a
+    multiple), the first N of which make the N-million-page corpus, written `jobs` at a time
+    in parallel; the pages are those of one big file (`write_webtext(first=...)`), so the
+    corpora of every size share their shards and a larger run adds pages to a smaller one's.
+    """
     from neardup.synth.webtext import write_webtext
 
     OUT.mkdir(parents=True, exist_ok=True)
+    if pages > SHARD:
+        if pages % SHARD:
+            raise SystemExit(f"sizes above {SHARD:,} must be multiples of it")
+        (OUT / "shards").mkdir(exist_ok=True)
+        one, one_truth = ensure_corpus(SHARD)  # shard 0 is the million-page file
+        data0, truth0, done0 = _shard_paths(0)
+        if not done0.exists():
+            for src, dst in ((one[0], data0), (one_truth[0], truth0)):
+                dst.unlink(missing_ok=True)
+                os.link(src, dst)
+            done0.write_text("linked\n")
+        todo = [k for k in range(pages // SHARD) if not _shard_paths(k)[2].exists()]
+        if todo:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                for k, seconds in zip(todo, pool.map(_write_shard, todo), strict=True):
+                    print(f"  shard {k}: {seconds:.0f} s", flush=True)
+        shards = [_shard_paths(k) for k in range(pages // SHARD)]
+        return [s[0] for s in shards], [s[1] for s in shards]
     data = OUT / f"web-{pages}.jsonl"
     truth = OUT / f"web-{pages}.truth.tsv"
     done = OUT / f"web-{pages}.done"
@@ -62,7 +110,7 @@ def ensure_corpus(pages: int) -> tuple[Path, Path]:
         t = time.perf_counter()
         write_webtext(data, pages, truth=truth)
         done.write_text(f"{time.perf_counter() - t:.1f} s\n")
-    return data, truth
+    return [data], [truth]
 
 
 def _memory(pid: int) -> tuple[int, int]:
@@ -134,8 +182,8 @@ def stage_peaks(summary: dict, start: float, end: float, samples: list) -> dict[
     return peaks
 
 
-def run_scan(data: Path, out: Path, workers: int, extra: list[str]) -> dict:
-    cmd = [*NEARDUP, "scan", str(data), "--out", str(out), "--force", "--quiet", "--json"]
+def run_scan(data: list[Path], out: Path, workers: int, extra: list[str]) -> dict:
+    cmd = [*NEARDUP, "scan", *map(str, data), "--out", str(out), "--force", "--quiet", "--json"]
     cmd += ["--workers", str(workers), *extra]
     start = time.perf_counter()
     cpu0 = os.times()
@@ -163,13 +211,18 @@ def run_scan(data: Path, out: Path, workers: int, extra: list[str]) -> dict:
     return summary
 
 
-def _families(truth: Path) -> dict[str, str]:
-    """URL -> the root original of its planted family, for every URL in the truth file."""
-    parent: dict[str, str] = {}
-    with open(truth, encoding="utf-8") as f:
-        for line in f:
-            copy, original = line.rstrip("\n").split("\t")
-            parent[copy] = original
+def _truth_pairs(truths: list[Path]) -> Iterator[tuple[str, str]]:
+    """(copy URL, original URL) of every planted copy."""
+    for truth in truths:
+        with open(truth, encoding="utf-8") as f:
+            for line in f:
+                copy, original = line.rstrip("\n").split("\t")
+                yield copy, original
+
+
+def _families(truths: list[Path]) -> dict[str, str]:
+    """URL -> the root original of its planted family, for every URL in the truth files."""
+    parent = dict(_truth_pairs(truths))
 
     def root(u: str) -> str:
         while u in parent:
@@ -179,25 +232,26 @@ def _families(truth: Path) -> dict[str, str]:
     return {u: root(u) for u in list(parent) + list(parent.values())}
 
 
-def quality(run: Path, truth: Path) -> dict:
-    """Recall of the planted copies and wrong merges across families (see module doc)."""
-    pages = pq.read_table(run / "pages.parquet", columns=["url", "cluster_id"])
+def quality(run: Path, truths: list[Path]) -> dict:
+    """Recall of the planted copies and wrong merges across families (see module doc).
+    Only pages in a cluster are loaded: at ten million pages, a dict of every URL would
+    cost the bench more memory than the scan it measures."""
+    pages = pq.read_table(
+        run / "pages.parquet", columns=["url", "cluster_id"], filters=[("cluster_id", ">=", 0)]
+    )
     urls = pages.column("url").to_pylist()
     clusters = pages.column("cluster_id").to_numpy(zero_copy_only=False)
     cluster_of = dict(zip(urls, clusters.tolist(), strict=True))
-    fam = _families(truth)
+    fam = _families(truths)
     found = total = 0
-    with open(truth, encoding="utf-8") as f:
-        for line in f:
-            copy, original = line.rstrip("\n").split("\t")
-            total += 1
-            a, b = cluster_of.get(copy), cluster_of.get(original)
-            found += a is not None and a == b and not np.isnan(a)
+    for copy, original in _truth_pairs(truths):
+        total += 1
+        a, b = cluster_of.get(copy), cluster_of.get(original)
+        found += a is not None and a == b
     # pairs inside clusters, and how many of them join different families
     by_cluster: dict[float, list[str]] = {}
     for url, c in zip(urls, clusters.tolist(), strict=True):
-        if c is not None and not (isinstance(c, float) and np.isnan(c)):
-            by_cluster.setdefault(c, []).append(url)
+        by_cluster.setdefault(c, []).append(url)
     same = wrong = 0
     for members in by_cluster.values():
         if len(members) < 2:
@@ -248,11 +302,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--tag", default="", help="label stored with the results")
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
+    parser.add_argument("--jobs", type=int, default=2, help="processes writing corpus shards")
+    parser.add_argument(
+        "--generate-only", action="store_true", help="write the corpora and stop (no scan)"
+    )
     args = parser.parse_args(argv)
     lines = [HEADER]
     for n in args.sizes:
-        data, truth = ensure_corpus(n)
-        mb = data.stat().st_size / 1e6
+        data, truth = ensure_corpus(n, args.jobs)
+        if args.generate_only:
+            continue
+        mb = sum(d.stat().st_size for d in data) / 1e6
         run = OUT / f"run-{n}"
         result = run_scan(data, run, args.workers, extra)
         result.update(quality(run, truth))

@@ -8,8 +8,10 @@ every machine); each page is `words` words drawn independently from that distrib
 share of pages are *planted copies*: an earlier page with a few words replaced, so that their
 5-shingle Jaccard to the original is about 0.8–0.98 and a detector has something to find.
 
-Pages are produced in blocks with one seeded generator per block, so the same arguments
-always give the same bytes, and a file of any size is written in bounded memory.
+Pages are produced in blocks of 10,000 with one generator per block, seeded by the block's
+position, so the same arguments always give the same bytes, a file of any size is written in
+bounded memory, and a large corpus can be written as shards in parallel (`first`): the shard
+of pages `first .. first + pages` is byte for byte that slice of one file of all the pages.
 """
 
 from __future__ import annotations
@@ -56,14 +58,22 @@ def _url(i: int) -> str:
 
 
 def iter_webtext(
-    pages: int, words: int = 400, copies: float = 0.1, seed: int = 0, max_edits: int = 6
+    pages: int,
+    words: int = 400,
+    copies: float = 0.1,
+    seed: int = 0,
+    max_edits: int = 6,
+    first: int = 0,
 ) -> Iterator[WebPage]:
-    """Yield `pages` pages; about `copies` of them are copies of an earlier page in the same
-    block with 1..`max_edits` words replaced (so copies and originals stay within 10,000 pages
-    of each other, as re-crawled pages do in a crawl's order)."""
+    """Yield `pages` pages, numbered from `first` (a multiple of the block size, 10,000);
+    about `copies` of them are copies of an earlier page in the same block with
+    1..`max_edits` words replaced (so copies and originals stay within 10,000 pages of each
+    other, as re-crawled pages do in a crawl's order)."""
+    if first % _BLOCK:
+        raise ValueError(f"first must be a multiple of {_BLOCK}, got {first}")
     vocab, cum = _vocabulary()
-    for start in range(0, pages, _BLOCK):
-        n = min(_BLOCK, pages - start)
+    for start in range(first, first + pages, _BLOCK):
+        n = min(_BLOCK, first + pages - start)
         rng = np.random.default_rng([seed, start])
         draws = np.searchsorted(cum, rng.random((n, words)), side="right")
         np.minimum(draws, len(vocab) - 1, out=draws)
@@ -91,16 +101,18 @@ def write_webtext(
     copies: float = 0.1,
     seed: int = 0,
     truth: str | Path | None = None,
+    first: int = 0,
 ) -> int:
-    """Write `pages` pages to `path` as JSONL (`url`, `text`); with `truth`, also a TSV of the
-    planted copies (copy URL, original URL). Returns the bytes written."""
+    """Write `pages` pages (numbered from `first`, see `iter_webtext`) to `path` as JSONL
+    (`url`, `text`); with `truth`, also a TSV of the planted copies (copy URL, original URL).
+    Returns the bytes written."""
     size = 0
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(open(path, "w", encoding="utf-8"))
         truth_file = (
             None if truth is None else stack.enter_context(open(truth, "w", encoding="utf-8"))
         )
-        for page in iter_webtext(pages, words, copies, seed):
+        for page in iter_webtext(pages, words, copies, seed, first=first):
             line = json.dumps({"url": page.url, "text": page.text}, ensure_ascii=False)
             size += out.write(line + "\n")
             if truth_file is not None and page.copy_of is not None:
