@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
+from crawl_texts import edit_text, random_text
 from typer.testing import CliRunner
 
 from neardup.cli.main import app
@@ -16,20 +16,12 @@ from neardup.crawls.evolution import change_buckets, evolution, phi_psi
 from neardup.crawls.lost_found import find_moved, find_moved_all, query
 from neardup.crawls.store import add_crawl, list_crawls
 
-WORDS = [f"w{i}" for i in range(5000)]
-
 
 def _text(seed: int, n: int = 300) -> str:
-    rng = random.Random(seed)
-    return " ".join(rng.choice(WORDS) for _ in range(n))
+    return random_text(seed, n)
 
 
-def _edit(text: str, share: float, seed: int) -> str:
-    """Replace a contiguous `share` of the words, so the shingle sets differ by a known amount."""
-    words = text.split()
-    cut = int(len(words) * share)
-    words[:cut] = _text(seed, cut).split() if cut else []
-    return " ".join(words)
+_edit = edit_text
 
 
 def _write(path: Path, pages: dict[str, str]) -> Path:

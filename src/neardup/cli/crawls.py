@@ -18,13 +18,21 @@ import typer
 from rich.markup import escape
 
 from neardup.cli.output import emit_table, fail, out_console
-from neardup.cli.scan_options import SketchOpt, _settings
+from neardup.cli.scan_options import (
+    EngineName,
+    SketchOpt,
+    SparkConf,
+    SparkMaster,
+    SparkWork,
+    _settings,
+)
 from neardup.config import SettingsError
 from neardup.crawls.cross_crawl import cross_crawl_clusters
 from neardup.crawls.evolution import evolution
 from neardup.crawls.lost_found import find_moved, find_moved_all, query
 from neardup.crawls.store import StoreError, add_crawl, stored_sketch
 from neardup.ingest.readers import InputError
+from neardup.pipeline.executors import EngineUnavailableError
 from neardup.pipeline.scan import EmptyScanError
 from neardup.store import RunError
 from neardup.store.outputs import OutputError
@@ -38,6 +46,7 @@ ERRORS = (
     InputError,
     OutputError,
     EmptyScanError,
+    EngineUnavailableError,  # Spark missing, or a Spark job that failed (its stage named)
     FileNotFoundError,
 )
 
@@ -87,9 +96,17 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int | None, typer.Option(min=1, help="worker processes")] = None,
         base_url: Annotated[str | None, typer.Option(help="base URL of an HTML folder")] = None,
         force: Annotated[bool, typer.Option(help="replace a crawl of the same label")] = False,
+        engine: EngineName = "embedded",
+        spark_master: SparkMaster = None,
+        spark_conf: SparkConf = None,
+        spark_work: SparkWork = None,
         json_out: JsonOpt = False,
     ) -> None:
-        """Scan INPUTS as crawl LABEL of a store (store/crawls/LABEL, listed in crawls.json)."""
+        """Scan INPUTS as crawl LABEL of a store (store/crawls/LABEL, listed in crawls.json);
+        with --engine spark the crawl keeps the Parquet datasets Spark wrote, read in place."""
+        # The scan group's module, imported only for this command (see `main.py`).
+        from neardup.cli.scan import engine_runner
+
         try:
             settings = _settings(
                 preset,
@@ -97,8 +114,11 @@ def register(app: typer.Typer) -> None:
                 num_perm=num_perm,
                 sketch=sketch or stored_sketch(store),
             )
-            result = add_crawl(inputs, store, label, settings, workers, base_url, force)
-        except ERRORS as err:
+            runner = engine_runner(engine, workers, spark_master, spark_conf, spark_work)
+            result = add_crawl(
+                inputs, store, label, settings, workers, base_url, force, engine=runner
+            )
+        except (*ERRORS, ValueError) as err:  # ValueError: an unknown --engine or input
             fail(str(err))
         s = result.summary
         if json_out:

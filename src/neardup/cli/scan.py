@@ -69,6 +69,21 @@ def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
     return conf
 
 
+def engine_runner(
+    engine: str,
+    workers: int | None,
+    spark_master: str | None = None,
+    spark_conf: list[str] | None = None,
+    spark_work: str | None = None,
+) -> Any:
+    """The engine object for `--engine` and the Spark options, as `scan`, `scan --crawl`
+    and `crawl` build it (Spark is imported only when asked for). Raises ValueError for an
+    unknown engine name."""
+    from neardup.pipeline.executors import engine_named
+
+    return engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
+
+
 def _announce(inputs: list[str], settings: Settings) -> None:
     """`-v`: the files the scan will read (globs, folders and paths files expanded, with
     their kinds) and the settings that differ from the defaults, on stderr before any work,
@@ -102,10 +117,8 @@ def _run_scan(
     spark_conf: list[str] | None = None,
     spark_work: str | None = None,
 ) -> dict[str, Any]:
-    from neardup.pipeline.executors import engine_named
-
     try:
-        runner = engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
+        runner = engine_runner(engine, workers, spark_master, spark_conf, spark_work)
         with RichProgress(enabled=show_progress(quiet)) as progress:
             result = scan(
                 inputs,
@@ -139,12 +152,18 @@ def _add_crawl(
     workers: int | None,
     base_url: str | None,
     force: bool,
+    engine: str = "embedded",
+    spark_master: str | None = None,
+    spark_conf: list[str] | None = None,
+    spark_work: str | None = None,
 ) -> dict[str, Any]:
-    """`scan --crawl`: the scan goes into a store of crawls, as `neardup crawl` does."""
+    """`scan --crawl`: the scan goes into a store of crawls, as `neardup crawl` does, on
+    either engine (a Spark crawl's tables stay the datasets its executors wrote)."""
     from neardup.crawls.store import StoreError, add_crawl
 
     try:
-        result = add_crawl(inputs, store, label, settings, workers, base_url, force)
+        runner = engine_runner(engine, workers, spark_master, spark_conf, spark_work)
+        result = add_crawl(inputs, store, label, settings, workers, base_url, force, engine=runner)
     except (StoreError, *SCAN_ERRORS) as err:
         fail(str(err))
     return result.summary
@@ -233,9 +252,19 @@ def scan_command(
             spark_work,
         )
     else:
-        if engine != "embedded":
-            fail("--crawl runs on the embedded engine; scan with --engine spark into a run")
-        summary = _add_crawl(inputs, out, crawl, settings, workers, base_url, force)
+        summary = _add_crawl(
+            inputs,
+            out,
+            crawl,
+            settings,
+            workers,
+            base_url,
+            force,
+            engine,
+            spark_master,
+            spark_conf,
+            spark_work,
+        )
     run_dir = out if crawl is None else out / "crawls" / crawl  # where `pages` is
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))

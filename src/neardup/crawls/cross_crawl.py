@@ -6,9 +6,11 @@ need one clustering of all of them together. The crawls' stored signatures are c
 they are, through the scan's own near-duplicate functions (`pipeline.steps.near_pairs`): the
 same LSH band shape (as set, or tuned recall first), the same bucket cap, the same
 verification against the threshold, and the same core rule. Nothing is re-read or
-re-sketched. Only the min-hash signatures are stored with a crawl, so pages are always
-bucketed by LSH bands and verified by estimated resemblance, whatever the scan's method; and
-every page is compared, not one per equivalence class, since the classes are per crawl.
+re-sketched, whichever engine scanned a crawl (`signatures.RunSignatures` reads an embedded
+run's matrix or a Spark run's sketches dataset in place). Only the min-hash signatures are
+stored with a crawl, so pages are always bucketed by LSH bands and verified by estimated
+resemblance, whatever the scan's method; and every page is compared, not one per equivalence
+class, since the classes are per crawl.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.crawls.signatures import RunSignatures
 from neardup.crawls.store import StoreError, list_crawls
 from neardup.kernels.graph import Graph, core_clusters
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, verified_candidates
@@ -29,14 +32,12 @@ OUTPUT = "cross_clusters.parquet"
 
 
 def _crawl_pages(run: Path) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """(doc ids, urls, signatures) of the compared pages of one crawl, in doc order."""
+    """(doc ids, urls, signatures) of the compared pages of one crawl, in doc order. The
+    pages table is a file (embedded) or a folder of part files (Spark), read in place."""
     pages = pq.read_table(run / "pages.parquet", columns=["doc_id", "url", "cluster_id"])
-    compared = pages.filter(pages.column("cluster_id").is_valid())
+    compared = pages.filter(pages.column("cluster_id").is_valid()).sort_by("doc_id")
     docs = compared.column("doc_id").to_numpy()
-    signature_docs = np.load(run / "signature_docs.npy")
-    signatures = np.load(run / "signatures.npy", mmap_mode="r")
-    rows = np.searchsorted(signature_docs, docs)
-    return docs, compared.column("url").to_pylist(), np.asarray(signatures[rows])
+    return docs, compared.column("url").to_pylist(), RunSignatures(run).of_docs(docs)
 
 
 def cross_crawl_clusters(store: str | Path) -> pa.Table:

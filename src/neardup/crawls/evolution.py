@@ -8,8 +8,12 @@
   payloads are identical) and buckets them like the paper's 0 / 1-28 / 29-56 / 57-83 / 84 / 85
   for K = 84, scaled to any K.
 
+Both read a crawl's tables where they lie, as single Parquet files (the embedded engine's)
+or as Parquet datasets (the Spark engine's folders of part files): DuckDB reads either, and
+the signatures come through `signatures.RunSignatures`, a chunk of pairs at a time.
+
 The store itself is `store.py`; the signature helpers shared with lost and found are in
-`band_index.py`.
+`signatures.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.crawls.band_index import crawl_signatures, row_lookup, signature_agreement
+from neardup.crawls.signatures import RunSignatures, pair_agreement
 from neardup.crawls.store import StoreError, list_crawls
 from neardup.store import load_settings, sql_path
 from neardup.store.sql_files import package_sql
@@ -133,11 +137,12 @@ def _compare(
     phi = _prepend(con.sql(_sql("phi_psi.sql")).to_arrow_table(), labels)
     hosts = _prepend(con.sql(_sql("hosts.sql")).to_arrow_table(), labels)
     pairs = con.sql(_sql("change_pairs.sql")).to_arrow_table()
-    docs_m, sig_m = crawl_signatures(run_m)
-    docs_n, sig_n = crawl_signatures(run_n)
-    rows_m = row_lookup(docs_m)[pairs["doc_m"].to_numpy()]
-    rows_n = row_lookup(docs_n)[pairs["doc_n"].to_numpy()]
-    agree = signature_agreement(sig_m, rows_m, sig_n, rows_n)
+    agree = pair_agreement(
+        RunSignatures(run_m),
+        pairs["doc_m"].to_numpy(),
+        RunSignatures(run_n),
+        pairs["doc_n"].to_numpy(),
+    )
     agree = np.where(pairs["same_payload"].to_numpy(zero_copy_only=False), k + 1, agree)
     table = pairs.append_column("agree", pa.array(agree, pa.int64())).append_column(
         "k", pa.array(np.full(agree.size, k), pa.int64())

@@ -3,7 +3,9 @@
 Lost and found (Broder et al. 1997, §4): where did the content of a URL gone from the latest
 crawl move to? On-the-fly resemblance: which pages of a crawl does a document resemble or sit
 inside? Both look a min-hash signature up in a crawl's band index (`band_index.py`) instead of
-scanning again, so one question costs a few binary searches, not a pass over the crawl.
+scanning again, so one question costs a few binary searches, not a pass over the crawl. A
+crawl's pages and signatures are read where they lie, from an embedded run's files or a Spark
+run's Parquet datasets (`signatures.RunSignatures`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.api import shingle_set
-from neardup.crawls.band_index import BandIndex, crawl_signatures, row_lookup
+from neardup.crawls.band_index import BandIndex
+from neardup.crawls.signatures import CHUNK, RunSignatures
 from neardup.crawls.store import StoreError, crawl_dir, list_crawls
 from neardup.ingest.extract import extract_page
 from neardup.ingest.record import RawRecord
@@ -44,11 +47,12 @@ def _url_rows(run: Path, urls: list[str] | None = None, docs: np.ndarray | None 
 
 
 def _signature_of(run: Path, doc_id: int) -> np.ndarray:
-    docs, sig = crawl_signatures(run)
-    row = np.searchsorted(docs, doc_id)
-    if row >= docs.size or docs[row] != doc_id:
-        raise StoreError(f"document {doc_id} of {run} has no signature")
-    return np.asarray(sig[row])
+    """One page's signature, read from either layout of its crawl."""
+    signatures = RunSignatures(run)
+    try:
+        return signatures.of_docs([doc_id])[0]
+    except RunError:
+        raise StoreError(f"document {doc_id} of {run} has no signature") from None
 
 
 def last_known(store: str | Path, url: str) -> tuple[str, int]:
@@ -105,16 +109,9 @@ def find_moved_all(store: str | Path, threshold: float | None = None) -> pa.Tabl
         ).to_arrow_table()
     finally:
         con.close()
-    docs_prev, sig_prev = crawl_signatures(prev)
-    rows = row_lookup(docs_prev)[gone["doc_id"].to_numpy()]
-    qi, found, est = BandIndex.open(latest).lookup(np.asarray(sig_prev[rows]), threshold)
-    order = np.lexsort((-est, qi))  # best match first within each query
-    qi, found, est = qi[order], found[order], est[order]
-    first = np.unique(qi, return_index=True)[1]
-    new_doc = np.full(gone.num_rows, -1, dtype=np.int64)
-    best = np.full(gone.num_rows, np.nan)
-    new_doc[qi[first]] = found[first]
-    best[qi[first]] = est[first]
+    new_doc, best = _best_matches(
+        RunSignatures(prev), gone["doc_id"].to_numpy(), BandIndex.open(latest), threshold
+    )
     names = _url_rows(latest, docs=new_doc[new_doc >= 0])
     by_doc = dict(zip(names["doc_id"].to_pylist(), names["url"].to_pylist(), strict=True))
     table = pa.table(
@@ -126,6 +123,26 @@ def find_moved_all(store: str | Path, threshold: float | None = None) -> pa.Tabl
     )
     pq.write_table(table, store / "moved.parquet", compression="zstd")
     return table
+
+
+def _best_matches(
+    signatures: RunSignatures, docs: np.ndarray, index: BandIndex, threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(doc_id, resemblance) of the best match in `index` of each of `docs` (-1 and NaN where
+    none reaches `threshold`). The queries go `CHUNK` at a time in doc order, so their
+    signatures, read from either layout, are never all held at once."""
+    new_doc = np.full(docs.size, -1, dtype=np.int64)
+    best = np.full(docs.size, np.nan)
+    by_doc = np.argsort(docs, kind="stable")
+    for start in range(0, docs.size, CHUNK):
+        part = by_doc[start : start + CHUNK]
+        qi, found, est = index.lookup(signatures.of_docs(docs[part]), threshold)
+        order = np.lexsort((-est, qi))  # best match first within each query
+        qi, found, est = qi[order], found[order], est[order]
+        first = np.unique(qi, return_index=True)[1]
+        new_doc[part[qi[first]]] = found[first]
+        best[part[qi[first]]] = est[first]
+    return new_doc, best
 
 
 def document_text(path: str | Path) -> str:

@@ -1,9 +1,10 @@
 """The store of crawls: a folder of crawls of the same web, kept in order so they can be compared.
 
 A *store* is a folder holding `crawls.json` (the crawl labels in order, with their fetch-time
-range) and one ordinary run directory per crawl under `crawls/LABEL/`. All crawls of a store
-must be sketched with the same sketch settings, so their min-hash signatures compare; this
-module is the one place that writes a store, so it is the one place that checks that.
+range) and one ordinary run directory per crawl under `crawls/LABEL/`, scanned by either
+engine (single Parquet files and `signatures.npy`, or a Spark run's datasets). All crawls of
+a store must be sketched with the same sketch settings, so their min-hash signatures compare;
+this module is the one place that writes a store, so it is the one place that checks that.
 Cluster evolution (`evolution.py`), lost and found (`lost_found.py`) and clusters across
 crawls (`cross_crawl.py`) only read it.
 """
@@ -18,6 +19,7 @@ import duckdb
 
 from neardup.config import Settings, SettingsError
 from neardup.crawls.band_index import build_band_index
+from neardup.pipeline.executors import ScanEngine
 from neardup.pipeline.scan import ScanResult, scan
 from neardup.store import load_settings
 from neardup.store.outputs import open_folder, replace_file_atomically
@@ -75,12 +77,18 @@ def add_crawl(
     workers: int | None = None,
     base_url: str | None = None,
     force: bool = False,
+    engine: str | ScanEngine = "embedded",
 ) -> ScanResult:
     """Scan `inputs` into `store/crawls/LABEL/`, index it, and list it in `crawls.json`.
 
     Refuses settings whose sketches could not be compared with the crawls already stored,
     before any work, since evolution and lost-and-found compare signatures across crawls.
     Without `settings`, the defaults with the store's sketch (`stored_sketch`).
+
+    `engine` is the scan's (`pipeline.scan.scan`): 'embedded', 'spark' or an engine object
+    such as the CLI builds. A Spark crawl keeps its tables as the datasets the executors
+    wrote; the band index is built here by streaming its sketches in batches, and every
+    reader of the store reads either layout in place, so crawls of both engines mix.
     """
     if not label or "/" in label or label.startswith("."):
         raise StoreError(f"bad crawl label {label!r}: use a plain name such as 2024-04")
@@ -95,7 +103,9 @@ def add_crawl(
             settings.check_compatible(other)
         except SettingsError as err:
             raise SettingsError(f"crawl {entry['label']!r} of {store}: {err}") from None
-    result = scan(inputs, store / "crawls" / label, settings, workers, base_url, force)
+    result = scan(
+        inputs, store / "crawls" / label, settings, workers, base_url, force, engine=engine
+    )
     build_band_index(result.path)
     con = duckdb.connect()
     try:
@@ -104,7 +114,7 @@ def add_crawl(
             # ISO strings from DuckDB: a TIMESTAMPTZ fetched into Python would need pytz.
             "SELECT strftime(min(fetched_at), '%Y-%m-%dT%H:%M:%SZ'), "
             "strftime(max(fetched_at), '%Y-%m-%dT%H:%M:%SZ'), count(*) FROM read_parquet(?)",
-            [str(result.path / "pages.parquet")],
+            [str(result.path / "pages.parquet")],  # a file, or a Spark run's dataset folder
         ).fetchone()
     finally:
         con.close()
