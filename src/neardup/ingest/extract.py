@@ -16,9 +16,9 @@ import html
 import io
 import logging
 import re
+from functools import lru_cache
 
 import xxhash
-from pypdf import PdfReader
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding, detect_mime, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
@@ -68,6 +68,7 @@ _BOMS = (
     (b"\xff\xfe", "utf-16-le"),
     (b"\xfe\xff", "utf-16-be"),
 )
+_ABSOLUTE_WEB = ("http://", "https://")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MASK64 = (1 << 64) - 1
 
@@ -123,10 +124,15 @@ def fingerprint(data: bytes) -> int:
 
 def _given_text(text: str, max_payload_bytes: int) -> ExtractedPage:
     """Text from a table row: used as is, except that lone surrogates (which JSON allows and
-    Parquet/DuckDB reject) become U+FFFD. The size limit applies as to payloads."""
-    if _SURROGATE.search(text):
+    Parquet/DuckDB reject) become U+FFFD. The size limit applies as to payloads.
+
+    Surrogates are exactly what strict UTF-8 encoding refuses, so the encoding the
+    fingerprint needs anyway is the test; a search of every text cost more than the rest."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
         text = _SURROGATE.sub("\ufffd", text)
-    data = text.encode("utf-8")
+        data = text.encode("utf-8")
     page = ExtractedPage(format="given", exact_fp=fingerprint(data), payload_bytes=len(data))
     if len(data) > max_payload_bytes:
         page.skipped_reason = f"payload too large ({len(data)} bytes)"
@@ -205,10 +211,12 @@ def _extract_html(
 # builds a Python object per matched element (about 13 µs each, with weak-reference
 # bookkeeping), which made links cost more than parsing and text together on
 # navigation-heavy sites. The text still comes from the parsed tree. An attribute must
-# follow whitespace or a quote, so `data-href` is not `href`.
+# follow whitespace or a quote, so `data-href` is not `href`: the tag is read a run of
+# other characters and one such delimiter at a time, which matches what a lazy `[^>]*?`
+# with a look-behind for the delimiter matches, without trying every character.
 def _attr_pattern(tags: bytes, attr: bytes) -> re.Pattern[bytes]:
     return re.compile(
-        rb"<(?:" + tags + rb")\s[^>]*?(?<=[\s\"'])" + attr + rb"\s*=\s*[\"']?([^\"'\s>]*)",
+        rb"<(?:" + tags + rb")\s(?:[^>\s\"']*[\s\"'])*?" + attr + rb"\s*=\s*[\"']?([^\"'\s>]*)",
         re.IGNORECASE,
     )
 
@@ -248,13 +256,29 @@ def _links(payload: bytes, encoding: str, url: str | None) -> list[str]:
     if base_href:
         base = resolve(url, base_href) or url
     resolve_href = resolver(base)
-    seen = dict.fromkeys(resolve_href(href) for href in hrefs)
+    seen = dict.fromkeys(
+        _absolute_link(href) if href.startswith(_ABSOLUTE_WEB) else resolve_href(href)
+        for href in hrefs
+    )
     seen.pop(None, None)
     return list(seen)
 
 
+@lru_cache(maxsize=1 << 16)
+def _absolute_link(href: str) -> str | None:
+    """`resolve` of an href that starts "http://" or "https://": no base changes what it
+    resolves to, so it is cached by the href alone. `resolver` caches by page directory,
+    and sites repeat their absolute links (navigation, footers) in every directory."""
+    return resolve(None, href)
+
+
 def _extract_pdf(page: ExtractedPage, payload: bytes) -> None:
-    """Text of all pages; the document title from its metadata, if any."""
+    """Text of all pages; the document title from its metadata, if any.
+
+    pypdf is imported here, on the first PDF: its import costs every process (the scan and
+    each worker) about 0.1 s, and most crawls and every table have no PDF at all."""
+    from pypdf import PdfReader
+
     reader = PdfReader(io.BytesIO(payload))
     if reader.is_encrypted:
         reader.decrypt("")  # most "encrypted" web PDFs only restrict printing/copying

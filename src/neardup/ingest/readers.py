@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.arc_reader import iter_arc
@@ -34,7 +35,7 @@ from neardup.ingest.remote import (
     remote_size,
     url_name,
 )
-from neardup.ingest.tables import iter_jsonl, iter_parquet
+from neardup.ingest.tables import LineBlock, iter_jsonl, iter_jsonl_blocks, iter_parquet
 from neardup.ingest.warc_reader import iter_warc
 
 KINDS = ("warc", "arc", "jsonl", "parquet", "html_dir", "unreadable")
@@ -215,23 +216,46 @@ def iter_records(
     calls add up to that total (on a local input exactly; on a URL, the bytes streamed).
     """
     inputs = expand_inputs(paths)
-    return _chain(inputs, base_url, max_payload_bytes, on_bytes)
+    return cast(Iterator[RawRecord], _chain(inputs, base_url, max_payload_bytes, on_bytes))
+
+
+def iter_record_units(
+    paths: list[str],
+    base_url: str | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    on_bytes: OnBytes | None = None,
+) -> Iterator[RawRecord | LineBlock]:
+    """`iter_records`, except that the lines of a local JSONL file come as `LineBlock`s,
+    unparsed: `tables.block_records` turns a block into its records, and the scan runs it
+    in its workers, since parsing, not reading, is what a table costs."""
+    inputs = expand_inputs(paths)
+    return _chain(inputs, base_url, max_payload_bytes, on_bytes, blocks=True)
 
 
 def _chain(
-    inputs: list[tuple[str, str]], base_url: str | None, cap: int, on_bytes: OnBytes | None
-) -> Iterator[RawRecord]:
-    """The records of the checked inputs, one reader after another."""
+    inputs: list[tuple[str, str]],
+    base_url: str | None,
+    cap: int,
+    on_bytes: OnBytes | None,
+    blocks: bool = False,
+) -> Iterator[RawRecord | LineBlock]:
+    """The records of the checked inputs, one reader after another (with `blocks`, a local
+    JSONL file's lines in blocks)."""
     for path, kind in inputs:
         local = on_bytes is not None and not is_remote(path)
         meter = _InputMeter(_local_size(path) if local else None, on_bytes)
         if is_remote(path):
             records = iter_remote(path, kind, cap, meter.reached if on_bytes else None)
         elif kind == "jsonl":  # rows are numbered, not placed: the reader tells its position
-            records = iter_jsonl(path, cap, meter.reached if on_bytes else None)
+            read = iter_jsonl_blocks if blocks else iter_jsonl
+            records = read(path, cap, meter.reached if on_bytes else None)
         else:
             records = _reader(kind, base_url, cap)(path)
         for rec in records:
+            if isinstance(rec, LineBlock):
+                rec.source = safe_text(rec.source)
+                yield rec
+                continue
             meter.record(rec)
             rec.source = safe_text(rec.source)
             yield rec
@@ -368,5 +392,6 @@ __all__ = [
     "detect_input_kind",
     "expand_inputs",
     "input_bytes",
+    "iter_record_units",
     "iter_records",
 ]

@@ -1,24 +1,32 @@
 """Ingest: input records -> `pages_raw`, `page_text` and `links` tables.
 
 Readers frame records sequentially in this process, so document ids follow input order;
-extraction (HTML/PDF to text and links) runs in worker batches. Every record becomes a row
-of `pages_raw`, sketchable or skipped with a reason: nothing is dropped silently.
+extraction (HTML/PDF to text and links) runs in worker batches. A JSONL file is only cut into
+blocks of lines here, and its lines are parsed in the workers too: for a table, parsing is
+the work. Workers number a batch's rows from 0 and this process shifts them to their place.
+Every record becomes a row of `pages_raw`, sketchable or skipped with a reason: nothing is
+dropped silently.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup.config import Settings
-from neardup.ingest import extract_page, iter_records
+from neardup.ingest import extract_page
 from neardup.ingest.commoncrawl import WAT_REASON
-from neardup.ingest.record import RawRecord
+from neardup.ingest.readers import iter_record_units
+from neardup.ingest.record import ExtractedPage, RawRecord
+from neardup.ingest.tables import LineBlock, block_records
 from neardup.ingest.urls import host_of, normalize_url
 from neardup.pipeline.executors.local import LocalEngine
 
@@ -64,13 +72,14 @@ class IngestResult:
     formats: Counter[str] = field(default_factory=Counter)
 
 
-def _status_skip(rec: RawRecord, settings: Settings) -> str | None:
-    """Pages that are not successful fetches carry no content worth comparing."""
+def _status_reason(rec: RawRecord, include_error_pages: bool) -> str | None:
+    """Pages that are not successful fetches carry no content worth comparing. (It takes
+    the one setting it reads: workers parsing JSONL blocks apply it too, without Settings.)"""
     if rec.skipped_reason or rec.status is None or 200 <= rec.status < 300:
         return None
     if 300 <= rec.status < 400:
         return "redirect (HTTP 3xx)"
-    if settings.include_error_pages:
+    if include_error_pages:
         return None
     return f"HTTP status {rec.status}"
 
@@ -87,52 +96,114 @@ class _BatchTables:
     skipped: Counter[str]
     formats: Counter[str]
 
+    def shifted(self, first_doc_id: int) -> _BatchTables:
+        """The same tables with document ids counted from `first_doc_id` instead of 0."""
+        if first_doc_id == 0:
+            return self
+        return _BatchTables(
+            pages=_add_to_column(self.pages, first_doc_id),
+            texts=_add_to_column(self.texts, first_doc_id),
+            links=_add_to_column(self.links, first_doc_id),
+            with_text=self.with_text,
+            skipped=self.skipped,
+            formats=self.formats,
+        )
+
+
+def _add_to_column(batch: pa.RecordBatch, delta: int) -> pa.RecordBatch:
+    """`batch` with `delta` added to its first column (the document id)."""
+    if not batch.num_rows:
+        return batch
+    column = pc.add(batch.column(0), pa.scalar(delta, pa.int64()))
+    return batch.set_column(0, batch.schema.field(0), column)
+
 
 def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables:
+    """The tables of a batch of records whose document ids start at the task's second item."""
     records, first_doc_id, max_bytes, want_links = task
-    rows: dict[str, list] = {name: [] for name in PAGES_RAW_SCHEMA.names}
+    return _tables_of(records, first_doc_id, max_bytes, want_links)
+
+
+# A task for `_extract_task`: a batch of framed records, or a block of JSONL lines; then the
+# payload cap, whether links are wanted, and whether error pages are kept (include_error_pages).
+_Task = tuple["list[RawRecord] | LineBlock", int, bool, bool]
+
+
+def _extract_task(task: _Task) -> _BatchTables:
+    """The tables of one task, document ids counted from 0 (`_BatchTables.shifted`).
+
+    A block's lines are parsed here, and its records get the status rule `_batches` gives
+    framed records in the reading process."""
+    unit, max_bytes, want_links, include_error_pages = task
+    if isinstance(unit, LineBlock):
+        records = block_records(unit, max_bytes)
+        for rec in records:
+            _skip_by_status(rec, include_error_pages)
+    else:
+        records = unit
+    return _tables_of(records, 0, max_bytes, want_links)
+
+
+def _skip_by_status(rec: RawRecord, include_error_pages: bool) -> None:
+    """Mark a record that is no successful fetch, and drop a skipped record's bytes."""
+    reason = _status_reason(rec, include_error_pages)
+    if reason:
+        rec.skipped_reason = reason
+    if rec.skipped_reason:
+        rec.payload = None  # nothing to parse: do not ship the bytes to a worker
+
+
+# pages_raw columns copied from the record as they are.
+_RECORD_COLUMNS = (
+    "source",
+    "offset",
+    "length",
+    "record_type",
+    "url",
+    "status",
+    "content_type",
+    "fetched_at",
+    "payload_digest",
+    "redirect_to",
+    "ip",
+    "record_id",
+    "concurrent_to",
+)
+
+
+def _tables_of(
+    records: list[RawRecord], first_doc_id: int, max_bytes: int, want_links: bool
+) -> _BatchTables:
+    """Extract every record and build the batch's three tables column by column (a row at
+    a time, through dicts, cost as much as a table's whole parse)."""
+    pages = [extract_page(rec, max_payload_bytes=max_bytes, links=want_links) for rec in records]
+    reasons = [_reason(page) for page in pages]
     text_ids: list[int] = []
     texts: list[str] = []
     link_src: list[int] = []
     link_dst: list[str] = []
     skipped: Counter[str] = Counter()
     formats: Counter[str] = Counter()
-    for i, rec in enumerate(records):
-        doc_id = first_doc_id + i
-        page = extract_page(rec, max_payload_bytes=max_bytes, links=want_links)
-        reason = page.skipped_reason
-        if reason is None and not (page.text and page.text.strip()):
-            reason = "empty text"
+    for doc_id, page, reason in zip(
+        range(first_doc_id, first_doc_id + len(records)), pages, reasons, strict=True
+    ):
         if reason is None:
             formats[page.format or "unknown"] += 1
             text_ids.append(doc_id)
             texts.append(page.text or "")
         else:
             skipped[reason.split(":")[0]] += 1
-        if reason is None or reason == WAT_REASON:
+        if page.links and (reason is None or reason == WAT_REASON):
             # A WAT record's links belong to the page of its URL; the store credits them.
             link_src.extend([doc_id] * len(page.links))
             link_dst.extend(page.links)
-        values = {
-            "doc_id": doc_id,
-            "url_key": normalize_url(rec.url) if rec.url else None,
-            "host": host_of(rec.url) if rec.url else None,
-            "format": page.format if reason is None else None,
-            "title": page.title,
-            "payload_bytes": page.payload_bytes,
-            "n_links": len(page.links),
-            "exact_fp": page.exact_fp,
-            "skipped_reason": reason,
-        }
-        for name, column in rows.items():
-            column.append(values[name] if name in values else getattr(rec, name))
     return _BatchTables(
-        pages=pa.RecordBatch.from_pydict(rows, schema=PAGES_RAW_SCHEMA),
-        texts=pa.RecordBatch.from_pydict(
-            {"doc_id": text_ids, "text": texts}, schema=PAGE_TEXT_SCHEMA
+        pages=_pages_batch(records, pages, reasons, first_doc_id),
+        texts=pa.RecordBatch.from_arrays(
+            [pa.array(text_ids, pa.int64()), pa.array(texts, pa.string())], schema=PAGE_TEXT_SCHEMA
         ),
-        links=pa.RecordBatch.from_pydict(
-            {"src_doc": link_src, "dst_url": link_dst}, schema=LINKS_SCHEMA
+        links=pa.RecordBatch.from_arrays(
+            [pa.array(link_src, pa.int64()), pa.array(link_dst, pa.string())], schema=LINKS_SCHEMA
         ),
         with_text=len(text_ids),
         skipped=skipped,
@@ -140,17 +211,58 @@ def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables
     )
 
 
+def _reason(page: ExtractedPage) -> str | None:
+    """Why a page is not sketched: its extraction's reason, or text that is only space."""
+    if page.skipped_reason is None and not (page.text and page.text.strip()):
+        return "empty text"
+    return page.skipped_reason
+
+
+def _pages_batch(
+    records: list[RawRecord], pages: list[ExtractedPage], reasons: list[str | None], first: int
+) -> pa.RecordBatch:
+    """The `pages_raw` rows of a batch, one column at a time."""
+    urls = [rec.url for rec in records]
+    columns = {name: [getattr(rec, name) for rec in records] for name in _RECORD_COLUMNS}
+    columns.update(
+        doc_id=range(first, first + len(records)),
+        url_key=[normalize_url(url) if url else None for url in urls],
+        host=[host_of(url) if url else None for url in urls],
+        format=[p.format if r is None else None for p, r in zip(pages, reasons, strict=True)],
+        title=[p.title for p in pages],
+        payload_bytes=[p.payload_bytes for p in pages],
+        n_links=[len(p.links) for p in pages],
+        exact_fp=[p.exact_fp for p in pages],
+        skipped_reason=reasons,
+    )
+    arrays = [pa.array(columns[f.name], f.type) for f in PAGES_RAW_SCHEMA]
+    return pa.RecordBatch.from_arrays(arrays, schema=PAGES_RAW_SCHEMA)
+
+
 def _batches(records: Iterable[RawRecord], settings: Settings) -> Iterator[list[RawRecord]]:
+    """Framed records in batches of `BATCH_RECORDS` records or `BATCH_BYTES` bytes."""
+    for unit in _units(records, settings):
+        if not isinstance(unit, LineBlock):
+            yield unit
+
+
+def _units(
+    units: Iterable[RawRecord | LineBlock], settings: Settings
+) -> Iterator[list[RawRecord] | LineBlock]:
+    """Framed records in batches (`_batches`), and each block of JSONL lines on its own, in
+    input order. A record that is no page (`_skip_by_status`) leaves its bytes here."""
     batch: list[RawRecord] = []
     size = 0
-    for rec in records:
-        reason = _status_skip(rec, settings)
-        if reason:
-            rec.skipped_reason = reason
-        if rec.skipped_reason:
-            rec.payload = None  # nothing to parse: do not ship the bytes to a worker
-        batch.append(rec)
-        size += len(rec.payload or b"") + len(rec.text or "")
+    for unit in units:
+        if isinstance(unit, LineBlock):
+            if batch:
+                yield batch
+                batch, size = [], 0
+            yield unit
+            continue
+        _skip_by_status(unit, settings.include_error_pages)
+        batch.append(unit)
+        size += len(unit.payload or b"") + len(unit.text or "")
         if len(batch) >= BATCH_RECORDS or size >= BATCH_BYTES:
             yield batch
             batch, size = [], 0
@@ -168,13 +280,52 @@ class _Tally:
         self.count += n
 
 
+class _WriterThread:
+    """Runs the Parquet writes in a thread of their own, in the order they are given.
+
+    Compression (zstd over every page's text) is the largest single cost of ingesting a
+    table, and pyarrow runs it without the GIL: in this thread it overlaps the reading, the
+    workers' results and, with one worker, the extraction itself, on another core. At most
+    `depth` writes wait, so memory stays bounded; a failed write is raised to the caller at
+    its next `submit` or at `close`."""
+
+    def __init__(self, depth: int = 4) -> None:
+        self.jobs: queue.Queue[tuple[Callable[..., object], tuple[object, ...]] | None] = (
+            queue.Queue(maxsize=depth)
+        )
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="neardup-ingest-writer", daemon=True)
+        self.thread.start()
+
+    def submit(self, fn: Callable[..., object], *args: object) -> None:
+        if self.error is not None:
+            raise self.error
+        self.jobs.put((fn, args))
+
+    def _run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            if self.error is None:  # after a failure, the rest is drained, not written
+                try:
+                    job[0](*job[1])
+                except BaseException as exc:  # handed to the caller
+                    self.error = exc
+
+    def close(self) -> None:
+        """Wait for every write; raise the first that failed."""
+        self.jobs.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 class _TableSink:
     """Streams record batches into one Parquet file, in row groups of about `rows` rows
-    (the sketch stage parallelises over row groups)."""
+    (the sketch stage parallelises over row groups), written by `thread`."""
 
-    def __init__(self, path: Path, schema: pa.Schema, rows: int) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, rows: int, thread: _WriterThread) -> None:
         self.writer = pq.ParquetWriter(path, schema, compression="zstd")
         self.rows = rows
+        self.thread = thread
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
 
@@ -187,12 +338,14 @@ class _TableSink:
 
     def flush(self) -> None:
         if self.pending:
-            self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=1 << 30)
+            table = pa.Table.from_batches(self.pending)
+            self.thread.submit(self.writer.write_table, table, 1 << 30)
             self.pending, self.pending_rows = [], 0
 
     def close(self) -> None:
+        """Write what is pending and close the file (both in the writer thread)."""
         self.flush()
-        self.writer.close()
+        self.thread.submit(self.writer.close)
 
 
 def run_ingest(
@@ -206,27 +359,33 @@ def run_ingest(
     """Read every input record and write the three ingest tables into `staging`.
 
     `advance(n)` hears progress in bytes of input (`input_bytes(inputs)` in all): a batch's
-    bytes count once its pages are extracted and written, not when they are read, so the
-    bar follows the slower of the two."""
+    bytes count once its pages are extracted and handed to the writer thread, not when they
+    are read, so the bar follows the slower of the two."""
     result = IngestResult()
-    pages = _TableSink(staging / "pages_raw.parquet", PAGES_RAW_SCHEMA, 8192)
-    texts = _TableSink(staging / "page_text.parquet", PAGE_TEXT_SCHEMA, TEXT_ROW_GROUP)
-    links = _TableSink(staging / "links.parquet", LINKS_SCHEMA, 65536)
+    thread = _WriterThread()
+    pages = _TableSink(staging / "pages_raw.parquet", PAGES_RAW_SCHEMA, 8192, thread)
+    texts = _TableSink(staging / "page_text.parquet", PAGE_TEXT_SCHEMA, TEXT_ROW_GROUP, thread)
+    links = _TableSink(staging / "links.parquet", LINKS_SCHEMA, 65536, thread)
     read = _Tally()  # input bytes the readers have consumed so far
-    records = iter_records(inputs, base_url, settings.max_payload_bytes, on_bytes=read)
-    record_batches = _batches(records, settings)
+    units = iter_record_units(inputs, base_url, settings.max_payload_bytes, on_bytes=read)
     read_at: deque[int] = deque()  # bytes read when each batch in flight was framed
 
-    def tasks() -> Iterator[tuple[list[RawRecord], int, int, bool]]:
-        first = 0
-        for batch in record_batches:
+    def tasks() -> Iterator[_Task]:
+        for unit in _units(units, settings):
             read_at.append(read.count)
-            yield batch, first, settings.max_payload_bytes, settings.extract_links
-            first += len(batch)
+            yield (
+                unit,
+                settings.max_payload_bytes,
+                settings.extract_links,
+                settings.include_error_pages,
+            )
 
     shown = 0  # bytes passed to `advance`
     try:
-        for tables in engine.map(_extract_batch, tasks()):
+        first = 0  # the document id of the next batch's first row
+        for numbered in engine.map(_extract_task, tasks()):
+            tables = numbered.shifted(first)
+            first += tables.pages.num_rows
             pages.write(tables.pages)
             texts.write(tables.texts)
             links.write(tables.links)
@@ -241,7 +400,10 @@ def run_ingest(
         if advance and read.count > shown:  # the ends of inputs read after the last batch
             advance(read.count - shown)
     finally:
-        pages.close()
-        texts.close()
-        links.close()
+        try:
+            pages.close()
+            texts.close()
+            links.close()
+        finally:
+            thread.close()
     return result
