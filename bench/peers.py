@@ -60,7 +60,8 @@ def find_python312() -> str:
     candidates += [shutil.which(f"python3.{m}") or "" for m in (13, 12)]
     candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[23]*/bin/python")))
     for exe in candidates:
-        if exe and Path(exe).exists():
+        # a pyenv shim exists on PATH even when its version is not enabled, and then fails
+        if exe and Path(exe).exists() and subprocess.run([exe, "-c", ""]).returncode == 0:
             return exe
     raise SystemExit("text-dedup 0.4.1 needs Python >= 3.12; set PEERS_PYTHON to one")
 
