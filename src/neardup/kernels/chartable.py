@@ -4,13 +4,14 @@
 this module turns that definition into the one table the kernel reads: for every code
 point, its compatibility caseless form (`fold`) and the class of each code point of that
 form (a word character, a combining mark, a character of a script written without spaces,
-or a separator). Building it takes about 1 s once per process, so it is kept out of the
-kernel's module, which only reads it.
+or a separator). Building it takes about half a second of CPU, so it is kept out of the
+kernel's module, which only reads it, and a layer above may keep a built table on disk and
+hand it over with `install_char_table` (kernels do no file I/O; see
+`neardup.pipeline.char_table_cache`); `char_table` builds one only when none was handed over.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 import unicodedata
 
@@ -95,10 +96,8 @@ def _changed(text: str, cats: list[str], block: int = 256) -> list[int]:
     return found
 
 
-@functools.cache
-def char_table() -> Table:
-    """The kernel's table, built from `unicodedata` on first use (about 1 s) and cached for
-    the life of the process."""
+def build_char_table() -> Table:
+    """A new table, built from `unicodedata` (about half a second of CPU)."""
     n = sys.maxunicode + 1
     text = np.arange(n, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
     cats = list(map(unicodedata.category, text))
@@ -131,3 +130,38 @@ def char_table() -> Table:
     table.codes.setflags(write=False)
     table.expansions.setflags(write=False)
     return table
+
+
+_installed: list[Table] = []  # the table of this process, once built or handed over
+
+
+def char_table() -> Table:
+    """The kernel's table: the one handed over by `install_char_table`, else built on first
+    use and kept for the life of the process."""
+    if not _installed:
+        _installed.append(build_char_table())
+    return _installed[0]
+
+
+def has_char_table() -> bool:
+    """Whether this process holds its table already (built or handed over), so a caller
+    can skip loading one."""
+    return bool(_installed)
+
+
+def install_char_table(table: Table) -> None:
+    """Make `table` (a table built by `build_char_table`, in this process or another and
+    stored) the one `char_table` returns. Checked for shape and type here, so a damaged
+    table fails at once rather than inside the compiled kernel; its content is the caller's
+    to vouch for."""
+    n = sys.maxunicode + 1
+    codes, expansions = table.codes, table.expansions
+    if codes.dtype != np.int32 or codes.shape != (n,):
+        raise ValueError(f"a character table has {n} int32 codes")
+    if expansions.dtype != np.int32 or expansions.ndim != 1 or expansions.size < 1:
+        raise ValueError("a character table's expansions are a non-empty int32 vector")
+    if table.max_out < 8:
+        raise ValueError("a character table's max_out is at least 8")
+    codes.setflags(write=False)
+    expansions.setflags(write=False)
+    _installed[:] = [table]

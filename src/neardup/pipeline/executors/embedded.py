@@ -12,14 +12,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from neardup.config import Settings
+from neardup.pipeline.char_table_cache import prime_char_table
 from neardup.pipeline.executors.base import StagesOutcome, StageTimer
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.progress import Progress
+from neardup.pipeline.steps import features as features_step
+from neardup.pipeline.steps import sketch as sketch_step
 from neardup.pipeline.steps.clusters import run_clusters
 from neardup.pipeline.steps.features import Features, run_features
 from neardup.pipeline.steps.ingest import run_ingest
 from neardup.pipeline.steps.near import NearResult, run_near, write_containment, write_pairs
 from neardup.pipeline.steps.sketch import SketchResult, count_common_shingles, run_sketch
+
+# Imported by every worker before its first task (see `LocalEngine`).
+WORKER_PRELOAD = ("neardup.pipeline.executors.worker",)
 
 
 class EmbeddedEngine:
@@ -41,8 +47,21 @@ class EmbeddedEngine:
         progress: Progress,
     ) -> Iterator[EmbeddedSteps]:
         """The worker pool lives as long as the steps; nothing to set up or collect."""
-        with LocalEngine(self.workers) as pool:
-            yield EmbeddedSteps(pool, inputs, staging, settings, base_url, progress)
+        _forget_common_shingles()
+        try:
+            with LocalEngine(self.workers, preload=WORKER_PRELOAD) as pool:
+                yield EmbeddedSteps(pool, inputs, staging, settings, base_url, progress)
+        finally:
+            _forget_common_shingles()
+
+
+def _forget_common_shingles() -> None:
+    """Drop this process's cached common-shingle filters. The sketch and feature steps
+    cache the filter by its path, and the next scan to the same output reuses that path
+    (`.NAME.staging-PID`): a task run in this process (one worker, or a stage of one task)
+    would read the previous scan's filter. Workers are new for every scan."""
+    sketch_step._load_common.cache_clear()
+    features_step._load_common.cache_clear()
 
 
 class EmbeddedSteps:
@@ -79,12 +98,15 @@ class EmbeddedSteps:
         outcome.formats = ingest.formats
 
     def count(self, outcome: StagesOutcome) -> None:
+        prime_char_table()  # for the tasks that run in this process
         count_common_shingles(self.staging, self.settings, self.pool, self.progress.advance)
 
     def sketch(self, outcome: StagesOutcome) -> None:
+        prime_char_table()
         self._sketched = run_sketch(self.staging, self.settings, self.pool, self.progress.advance)
 
     def features(self, outcome: StagesOutcome) -> None:
+        prime_char_table()
         self._features = run_features(self.staging, self.settings, self.pool, self.progress.advance)
 
     def near(self, outcome: StagesOutcome) -> None:

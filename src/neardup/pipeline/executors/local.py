@@ -4,16 +4,25 @@
 in front of slow workers would pull a whole crawl into memory. This engine keeps at most
 `window` tasks in flight and yields results in submission order, which is what makes the
 output identical whatever the number of workers.
+
+A stage of a single task runs in this process: no worker could run beside it, and starting
+the pool (a forkserver, then workers that import the package) costs more than a small input's
+whole scan. Modules named in `preload` are imported by each worker as it starts, before its
+first task. (Not by the forkserver, which would fork every worker with them loaded: it takes
+Ctrl-C until its preload is done, and workers it forks after a Ctrl-C has ended the pool fail
+with tracebacks of their own.)
 """
 
 from __future__ import annotations
 
+import importlib
+import itertools
 import multiprocessing
 import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import context, popen_forkserver, spawn
 from multiprocessing.connection import wait
@@ -92,12 +101,26 @@ class _ContextWithoutMain(context.ForkServerContext):
     Process = _ProcessWithoutMain
 
 
-class LocalEngine:
-    """Ordered, bounded parallel map over worker processes (or inline with one worker)."""
+def _start_worker(preload: Sequence[str]) -> None:
+    """A worker's initializer: `die_with_parent`, then the `preload` modules."""
+    die_with_parent()
+    for name in preload:
+        importlib.import_module(name)
 
-    def __init__(self, workers: int | None = None, window_per_worker: int = 2) -> None:
+
+class LocalEngine:
+    """Ordered, bounded parallel map over worker processes (or inline with one worker, or
+    for a stage of one task)."""
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        window_per_worker: int = 2,
+        preload: Sequence[str] = (),
+    ) -> None:
         self.workers = workers if workers and workers > 0 else default_workers()
         self.window = max(1, self.workers * window_per_worker)
+        self.preload = tuple(preload)
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> LocalEngine:
@@ -116,16 +139,26 @@ class LocalEngine:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=_ContextWithoutMain(),
-                initializer=die_with_parent,
+                initializer=_start_worker,
+                initargs=(self.preload,),
             )
         return self._pool
 
     def map(self, fn: Callable[[T], R], tasks: Iterable[T]) -> Iterator[R]:
-        """Apply `fn` to every task; results come back in the order of `tasks`."""
+        """Apply `fn` to every task; results come back in the order of `tasks`. A stage of
+        one task, with no pool running yet, runs in this process (see the module doc)."""
         if self.workers == 1:
-            for task in tasks:
-                yield fn(task)
+            yield from map(fn, tasks)
             return
+        tasks = iter(tasks)
+        ahead = list(itertools.islice(tasks, 2))  # is there more than one task?
+        if len(ahead) < 2 and self._pool is None:
+            yield from map(fn, ahead)
+            return
+        yield from self._in_pool(fn, itertools.chain(ahead, tasks))
+
+    def _in_pool(self, fn: Callable[[T], R], tasks: Iterable[T]) -> Iterator[R]:
+        """`map` over the worker processes, at most `window` tasks in flight."""
         pool = self._executor()
         pending: deque[Future[R]] = deque()
         for task in tasks:

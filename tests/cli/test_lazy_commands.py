@@ -1,0 +1,113 @@
+"""`main` registers only the group of the command a line names, and that changes nothing the
+user sees: the map of commands to groups is the groups' own, and a command's help and errors
+are those of the whole application."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from neardup.cli import main as cli_main
+from neardup.cli.main import COMMAND_GROUPS, GROUPS, build_app, groups_for
+
+
+def _commands(app: typer.Typer) -> set[str]:
+    return set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_command_map_is_what_each_group_registers(group: str) -> None:
+    expected = {name for name, g in COMMAND_GROUPS.items() if g == group}
+    assert _commands(build_app([group])) == expected
+
+
+def test_whole_app_has_every_mapped_command() -> None:
+    assert _commands(cli_main.app) == set(COMMAND_GROUPS)
+
+
+@pytest.mark.parametrize(
+    "args, groups",
+    [
+        (["scan", "crawl.warc.gz"], ("scan",)),
+        (["find-moved", "--help"], ("crawls",)),
+        (["serve"], ("service",)),
+        ([], GROUPS),
+        (["--help"], GROUPS),
+        (["--version"], GROUPS),
+        (["scna"], GROUPS),  # a misspelt command: the whole app suggests the right one
+    ],
+)
+def test_groups_for_a_command_line(args: list[str], groups: tuple[str, ...]) -> None:
+    assert groups_for(args) == groups
+
+
+def test_completion_gets_every_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_NEARDUP_COMPLETE", "complete_bash")
+    assert groups_for(["scan"]) == GROUPS
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["scan", "--help"],
+        ["dedup", "--help"],
+        ["query", "--help"],
+        ["scan", "--no-such-option", "x"],
+        ["scan"],
+    ],
+)
+def test_a_command_alone_answers_as_the_whole_app(args: list[str]) -> None:
+    runner = CliRunner()
+    alone = runner.invoke(build_app(groups_for(args)), args, prog_name="neardup")
+    whole = runner.invoke(cli_main.app, args, prog_name="neardup")
+    assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
+
+
+def test_scan_command_line_imports_no_other_group() -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['neardup', 'scan', '--help']\n"
+        "from neardup.cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "others = [m for m in ('neardup.cli.crawls', 'neardup.cli.service', 'neardup.cli.report',"
+        " 'neardup.cli.linkgraph') if m in sys.modules]\n"
+        "print('OTHERS', others, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "OTHERS []" in done.stderr, done.stderr[-2000:]
+    assert "Usage: neardup scan" in done.stdout
+
+
+def test_interrupts_are_recognised_without_importing_duckdb() -> None:
+    import duckdb
+
+    assert cli_main._is_interrupt(KeyboardInterrupt())
+    assert cli_main._is_interrupt(cli_main._Interrupted())
+    assert cli_main._is_interrupt(duckdb.InterruptException("INTERRUPT Error"))
+    assert cli_main._is_interrupt(RuntimeError("Query interrupted"))
+    assert not cli_main._is_interrupt(RuntimeError("disk full"))
+    assert not cli_main._is_interrupt(ValueError("interrupt"))
+
+
+def test_service_help_loads_no_database() -> None:
+    """The service group imports its library when a command runs, so its help is quick."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['neardup', 'serve', '--help']\n"
+        "from neardup.cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('DUCKDB', 'duckdb' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "Usage: neardup serve" in done.stdout
+    assert "DUCKDB False" in done.stderr, done.stderr[-2000:]
