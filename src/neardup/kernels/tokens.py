@@ -26,8 +26,9 @@ The canonical text of a page is defined character by character:
 
 Why a kernel and not `re.sub` plus `unicodedata.normalize`: those run at tens of MB/s on
 real page text, several times slower than all the rest of sketching together. The kernel
-decodes UTF-8 and looks every code point up in a table (`chartable.py`) built once per
-process (about 1 s) from Python's own Unicode database (`unicodedata`, `str.isalnum`,
+decodes UTF-8 and looks every code point up in a table (`chartable.py`) built (about 0.4-1 s,
+or handed in from the scan's on-disk cache, `pipeline/char_table_cache.py`) from Python's
+own Unicode database (`unicodedata`, `str.isalnum`,
 `str.casefold`), so the result is exactly the definition above (the tests compare it on
 every code point) at several hundred MB/s; ASCII bytes take a branch-free path of their own.
 The table depends on the Unicode version of the Python build (`unicodedata.unidata_version`).
