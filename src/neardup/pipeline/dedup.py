@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup.config import Settings
@@ -131,7 +132,7 @@ def _output_name(src: Path, used: set[str]) -> str:
 
 def _write_lists(con: duckdb.DuckDBPyConnection, out: Path) -> tuple[int, int]:
     judged = con.sql(read_sql("dedup_judged.sql")).to_arrow_table()
-    removed = judged.filter(pa.compute.invert(judged.column("keep")))
+    removed = judged.filter(pc.invert(judged.column("keep")))
     kept = judged.filter(judged.column("keep"))
     pq.write_table(removed.drop_columns(["keep"]), out / "removed.parquet")
     pq.write_table(kept.drop_columns(["keep"]), out / "kept.parquet")
