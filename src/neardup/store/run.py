@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from neardup.config import Settings
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.kernels import SIGNATURE_DTYPE
+from neardup.store.rows import MappedRows
 from neardup.store.sql_files import package_sql
 
 DB_NAME = "neardup.duckdb"
@@ -64,38 +65,25 @@ def sql_path(path: Path) -> str:
     return path.resolve().as_posix().replace("'", "''")
 
 
-def _signature_rows(path: Path, k: int, start: int, count: int) -> np.ndarray:
-    """Rows `start .. start + count` of the signature matrix in `path`, read from the file
-    (plain reads, no memory map), so reading every row in turn holds one batch at a time."""
-    with path.open("rb") as f:
-        major, _ = np.lib.format.read_magic(f)
-        read_header = (
-            np.lib.format.read_array_header_1_0
-            if major == 1
-            else np.lib.format.read_array_header_2_0
-        )
-        shape, _, dtype = read_header(f)
-        if dtype != SIGNATURE_DTYPE or len(shape) != 2 or shape[1] != k:
-            raise RunError(f"{path}: signatures are {dtype} {shape}, expected (n, {k})")
-        f.seek(start * k * dtype.itemsize, os.SEEK_CUR)
-        return np.fromfile(f, dtype=dtype, count=count * k).reshape(-1, k)
-
-
 def _export_sketches(staging: Path, settings: Settings) -> None:
     """`sketches.parquet`: fingerprints plus the min-hash values as a fixed-size list of
     int64 (the two's-complement view, so engines without unsigned types can read it).
-    Streams in batches aligned with the signature rows, read from the file batch by batch:
-    a memory map of the whole matrix would leave every page of it resident (512 bytes a
-    page at K = 128, the largest part of the store stage's memory at millions of pages)."""
+    Streams in batches aligned with the signature rows, each read through its own map
+    (`MappedRows`): one map of the whole matrix kept open would leave every page of it
+    resident (512 bytes a page at K = 128, the store stage's largest memory at millions of
+    pages)."""
     source = staging / "sketches.parquet"
     target = staging / "sketches.parquet.tmp"
     k = settings.num_perm
+    signatures = MappedRows(staging / "signatures.npy")
+    if signatures.dtype != SIGNATURE_DTYPE or signatures.shape[1:] != (k,):
+        raise RunError(f"{staging}: signatures are {signatures.dtype} {signatures.shape}")
     row = 0
     schema = pq.read_schema(source).append(pa.field("minhash", pa.list_(pa.int64(), k)))
     with pq.ParquetWriter(target, schema, compression="zstd") as writer:
         for batch in pq.ParquetFile(source).iter_batches(batch_size=SKETCH_BATCH):
             n = batch.num_rows
-            rows = _signature_rows(staging / "signatures.npy", k, row, n)
+            rows = signatures[row : row + n]
             values = rows.astype(np.uint64).view(np.int64)
             if len(rows) != n:
                 raise RunError(f"{staging}: fewer signature rows than sketches ({row + n})")
