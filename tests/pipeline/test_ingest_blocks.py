@@ -112,5 +112,5 @@ def test_blocks_give_the_record_path_tables(
     assert reasons["http://c.example/9"] == "payload too large (over 4096 bytes)"
     assert reasons["http://c.example/10"] == "bad row: text is not valid UTF-8 (lone surrogate)"
     bad = pages.filter(pa.compute.starts_with(pages.column("skipped_reason"), "bad JSON line"))
-    assert bad.column("offset").to_pylist() == [3, 3]
+    assert bad.column("record_offset").to_pylist() == [3, 3]
     assert "http://a.example/x" in got["links"].column("dst_url").to_pylist()

@@ -52,7 +52,7 @@ def _removed_offsets(con: duckdb.DuckDBPyConnection) -> dict[str, set[int]]:
 
 def _record_offsets(con: duckdb.DuckDBPyConnection, source: str) -> list[int]:
     rows = con.execute(
-        'SELECT DISTINCT "offset" FROM pages WHERE source = ? ORDER BY 1', [source]
+        'SELECT DISTINCT record_offset FROM pages WHERE source = ? ORDER BY 1', [source]
     ).fetchall()
     return [int(r[0]) for r in rows]
 

@@ -193,7 +193,6 @@ def build_store(
             clusters_of_pages=read_sql("clusters_of_pages.sql").format(pages="pages"),
             pages_of_run=read_sql("pages_of_run.sql").format(
                 pages_raw=f"read_parquet('{sql_path(staging)}/pages_raw.parquet')",
-                offset='"offset"',
                 timestamp="TIMESTAMPTZ",
                 min_tokens=settings.min_tokens,
             ),

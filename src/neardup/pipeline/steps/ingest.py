@@ -34,7 +34,7 @@ PAGES_RAW_SCHEMA = pa.schema(
     [
         ("doc_id", pa.int64()),
         ("source", pa.string()),
-        ("offset", pa.int64()),
+        ("record_offset", pa.int64()),
         ("length", pa.int64()),
         ("record_type", pa.string()),
         ("url", pa.string()),
@@ -156,7 +156,6 @@ def _skip_by_status(rec: RawRecord, include_error_pages: bool) -> None:
 # pages_raw columns copied from the record as they are.
 _RECORD_COLUMNS = (
     "source",
-    "offset",
     "length",
     "record_type",
     "url",
@@ -226,6 +225,7 @@ def _pages_batch(
     columns = {name: [getattr(rec, name) for rec in records] for name in _RECORD_COLUMNS}
     columns.update(
         doc_id=range(first, first + len(records)),
+        record_offset=[rec.offset for rec in records],
         url_key=[normalize_url(url) if url else None for url in urls],
         host=[host_of(url) if url else None for url in urls],
         format=[p.format if r is None else None for p, r in zip(pages, reasons, strict=True)],

@@ -1,13 +1,13 @@
 -- Input records to leave out of deduplicated output: removed pages, plus the request and
 -- metadata records that belong to them (WARC-Concurrent-To in either direction).
 WITH removed AS (
-    SELECT doc_id, source, "offset", record_id, concurrent_to
+    SELECT doc_id, source, record_offset, record_id, concurrent_to
     FROM pages
     WHERE cluster_size >= 2 AND NOT is_representative
 )
-SELECT source, "offset" FROM removed
+SELECT source, record_offset FROM removed
 UNION
-SELECT p.source, p."offset"
+SELECT p.source, p.record_offset
 FROM pages AS p
 JOIN removed AS r
     ON p.source = r.source

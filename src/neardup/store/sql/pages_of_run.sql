@@ -1,8 +1,7 @@
 -- The run's pages table: one row per input record, its sketch figures, its cluster and, for a
 -- page without one, why. Read by build.sql (embedded) and by the Spark engine's publish step,
 -- so both write the same table. The dialects differ in three words, given as placeholders:
--- {pages_raw} (the staged records), {offset} (the quoted column name) and {timestamp} (the
--- type of fetched_at).
+-- {pages_raw} (the staged records) and {timestamp} (the type of fetched_at).
 WITH sizes AS (
     SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
 )
@@ -22,7 +21,7 @@ SELECT
     p.record_id,
     p.concurrent_to,
     p.source,
-    p.{offset},
+    p.record_offset,
     p.length,
     p.payload_bytes,
     p.n_links,

@@ -139,7 +139,6 @@ def publish_tables(
     pages = spark.sql(
         read_sql("pages_of_run.sql").format(
             pages_raw="pages_raw",
-            offset="`offset`",
             timestamp="TIMESTAMP",
             min_tokens=int(min_tokens),
         )
