@@ -54,7 +54,7 @@ from neardup.cli.scan_options import (
 )
 from neardup.cli.summary import print_summary, unusable_inputs, why_nothing
 from neardup.config import Settings, SettingsError
-from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
+from neardup.pipeline.dedup import DedupResult, scan_and_deduplicate, write_deduplicated
 from neardup.pipeline.scan import EmptyScanError, scan
 from neardup.store import RunError, load_settings, load_summary, open_run
 
@@ -391,6 +391,14 @@ def dedup_command(
         fail(str(err), code=1)
     except SCAN_ERRORS as err:
         fail(str(err))
+    _report_dedup(result, out, json_out)
+
+
+def _report_dedup(result: DedupResult, out: Path, json_out: bool) -> None:
+    """The outcome of `dedup`: totals and one row per input file (written with its records
+    kept and removed, or not written with the reason); each file not written, and each
+    written in another form (a whole-file gzip recompressed per record), also named on
+    stderr. Exit status: 0 when every file was written, 1 when none was, 3 when some were."""
     if json_out:
         out_console.print_json(
             json.dumps(
@@ -399,8 +407,7 @@ def dedup_command(
                     "kept": result.kept,
                     "removed": result.removed,
                     "companions_removed": result.companions_removed,
-                    "files": result.files,
-                    "not_written": result.not_written,
+                    "files": [o.to_dict() for o in result.outcomes],
                 }
             )
         )
@@ -409,13 +416,28 @@ def dedup_command(
             ["pages kept", result.kept],
             ["pages removed (near-duplicates)", result.removed],
             ["companion records removed", result.companions_removed],
-            *([f"written: {src}", dst] for src, dst in result.files.items()),
-            *([f"not written: {src}", why] for src, why in result.not_written.items()),
+            *(
+                [
+                    f"written: {o.source}",
+                    f"{o.output} ({o.records_kept} kept, {o.records_removed} removed)",
+                ]
+                if o.output is not None
+                else [f"not written: {o.source}", o.reason]
+                for o in result.outcomes
+            ),
             ["lists", "keep_urls.txt, remove_urls.txt, kept.parquet, removed.parquet"],
         ]
         emit_table(f"neardup dedup → {out}", ["what", "value"], rows)
+    for source, how in result.notes.items():
+        console.print(f"note: {escape(source)}: {escape(how)}", highlight=False, soft_wrap=True)
+    for source, why in result.not_written.items():
+        console.print(
+            f"[bold red]not written:[/] {escape(source)}: {escape(why)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if result.not_written:
-        raise typer.Exit(1)
+        raise typer.Exit(3 if result.files else 1)
 
 
 def register(app: typer.Typer) -> None:
