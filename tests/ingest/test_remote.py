@@ -68,11 +68,17 @@ class _Handler(SimpleHTTPRequestHandler):
     break_once: ClassVar[set[str]] = set()
     drop_once: ClassVar[set[str]] = set()
     break_always: ClassVar[set[str]] = set()
+    status: ClassVar[dict[str, int]] = {}  # path -> the error status it answers with
+    gets: ClassVar[list[str]] = []  # every GET, in order
 
     def log_message(self, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:
+        self.gets.append(self.path)
+        if self.path in self.status:
+            self.send_error(self.status[self.path])
+            return
         if self.path in self.drop_once:  # no answer at all: the connection just closes
             self.drop_once.discard(self.path)
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -200,7 +206,7 @@ def test_glob_over_s3_works_over_http_is_refused(served, s3):
 def test_a_missing_url_is_one_row_and_the_rest_is_read(served):
     root, base = served
     rows = record_rows([base + "gone.warc.gz", base + "b.warc.gz"])
-    assert rows[0] == (None, None, "cannot fetch: not found")
+    assert rows[0] == (None, None, "cannot fetch: not found (HTTP 404)")
     assert rows[1:] == record_rows([str(root / "b.warc.gz")])
 
 
@@ -329,7 +335,9 @@ def test_parquet_over_http_is_read_in_ranges(served):
     local = record_rows([str(root / "t.parquet")])
     assert len(local) == 2
     assert record_rows([base + "t.parquet"]) == local
-    assert record_rows([base + "gone.parquet"]) == [(None, None, "cannot fetch: not found")]
+    assert record_rows([base + "gone.parquet"]) == [
+        (None, None, "cannot fetch: not found (HTTP 404)")
+    ]
 
 
 def test_progress_knows_the_size_of_a_url_and_follows_its_stream(served, s3):
@@ -364,3 +372,63 @@ def test_plain_jsonl_from_http_and_stdin(served, tmp_path):
     ] == local
     assert len(local) == 200 and sum(read) == len(lines)
     assert rows_from_stdin(root / "plain.jsonl") == repr(local)
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries without the backoff's seconds, and a read timeout of 0.3 s."""
+    from neardup.ingest import remote
+
+    monkeypatch.setattr(remote, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(remote, "READ_TIMEOUT_S", 0.3)
+
+
+def _reason(url: str) -> str:
+    rows = record_rows([url])
+    assert len(rows) == 1 and rows[0][:2] == (None, None)
+    return rows[0][2]
+
+
+def test_http_statuses_are_named_and_only_server_errors_retried(served, quick_retries):
+    _, base = served
+    _Handler.status.update({"/403.warc.gz": 403, "/500.warc.gz": 500, "/503.warc.gz": 503})
+    _Handler.gets.clear()
+    try:
+        assert _reason(base + "403.warc.gz") == "cannot fetch: HTTP 403 Forbidden"
+        assert _Handler.gets.count("/403.warc.gz") == 1  # another try cannot mend a 403
+        assert _reason(base + "gone.warc.gz") == "cannot fetch: not found (HTTP 404)"
+        assert _Handler.gets.count("/gone.warc.gz") == 1
+        assert _reason(base + "500.warc.gz") == (
+            "cannot fetch: fetch failed 5 times: HTTP 500 Internal Server Error"
+        )
+        assert _Handler.gets.count("/500.warc.gz") == 5
+        assert _reason(base + "503.warc.gz").endswith("HTTP 503 Service Unavailable")
+    finally:
+        _Handler.status.clear()
+
+
+def test_a_refused_connection_says_so(quick_retries):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    reason = _reason(f"http://127.0.0.1:{port}/x.warc.gz")
+    assert reason == f"cannot fetch: fetch failed 5 times: connection refused by 127.0.0.1:{port}"
+
+
+def test_a_server_that_never_answers_times_out(quick_retries):
+    with socket.socket() as silent:  # connections are accepted by the kernel, never answered
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        reason = _reason(f"http://127.0.0.1:{port}/x.warc.gz")
+    assert reason == (
+        f"cannot fetch: fetch failed 5 times: no answer from 127.0.0.1:{port} within 0.3 s"
+    )
+
+
+def test_a_host_that_does_not_resolve_is_named_on_the_command_line(tmp_path):
+    """`.invalid` never resolves (RFC 2606), without any network: one line, no traceback."""
+    proc = neardup("scan", "https://example.invalid/x.warc.gz", "-o", str(tmp_path / "x"), "-q")
+    assert proc.returncode == 1
+    assert "cannot fetch: " in proc.stderr and "cannot resolve host example.invalid" in proc.stderr
+    assert "Traceback" not in proc.stderr and "not found" not in proc.stderr

@@ -5,9 +5,13 @@ written by hand here; s3:// and gs:// need the `neardup[remote]` extra (s3fs, gc
 fsspec finds by the protocol. Files are streamed front to back through FastWARC's stream
 reader (a Python file object with `read` and `tell`), never downloaded whole and never
 seeked, since an HTTP server need not serve byte ranges. A fetch that breaks (connection
-reset, 5xx) is retried a few times with backoff and resumes at the byte where it broke; one
-that still fails, or a missing object (404), becomes one row with its reason and the scan goes
-on with the next input.
+reset or refused, a timeout, 5xx) is retried a few times with backoff and resumes at the byte
+where it broke; one that still fails, or one another try cannot mend (a host name that does not
+resolve, 404, 403), becomes one row with its reason and the scan goes on with the next input.
+
+A failure is named in its own words (`fetch_reason`): fsspec's HTTP files turn every failed
+open into FileNotFoundError, so the reason is read from the exceptions it wraps (aiohttp's
+DNS, connection, timeout and status errors), never from the FileNotFoundError alone.
 
 Local files keep their own readers (`readers.py`): they can be seeked, so damage is resynced
 and every record gets its length, which `dedup` needs to copy records. Inputs read here have
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import socket
 import sys
 import time
 import zlib
@@ -38,10 +43,14 @@ from neardup.ingest.warc_reader import to_raw_record
 STDIN = "-"
 RETRIES = 4  # after the first try: 5 fetches in all
 BACKOFF_S = 0.25  # doubled after each failure: 0.25 s, 0.5 s, 1 s, 2 s
+CONNECT_TIMEOUT_S = 30.0  # to open a connection to an HTTP server
+READ_TIMEOUT_S = 120.0  # an HTTP server silent for this long is given up on (then retried)
 _CHUNK = 1 << 20
 _GZIP = b"\x1f\x8b"
-# Failures that another try cannot mend.
+# Failures that another try cannot mend (when nothing they wrap says otherwise).
 _PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+# HTTP statuses worth another try: timeouts, rate limits and server errors.
+_TRANSIENT_STATUS = frozenset({408, 425, 429})
 _NO_LISTING = ("http", "https")
 _GLOB_CHARS = frozenset("*?[")
 
@@ -81,11 +90,66 @@ def expand_remote(url: str, error: Callable[[str], Exception]) -> list[str]:
 
 
 def _open_url(url: str) -> Any:
-    """An fsspec file on `url`; HTTP is streamed (no HEAD, no ranges) as one GET."""
-    fs, path = fsspec.core.url_to_fs(url)
+    """An fsspec file on `url`; HTTP is streamed (no HEAD, no ranges) as one GET, with
+    timeouts for connecting and for a server that stops answering (`CONNECT_TIMEOUT_S`,
+    `READ_TIMEOUT_S`), where aiohttp alone would wait five minutes."""
     if urlsplit(url).scheme.lower() in _NO_LISTING:
+        import aiohttp  # fsspec's HTTP client, loaded only for HTTP inputs
+
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
+        )
+        fs, path = fsspec.core.url_to_fs(url, client_kwargs={"timeout": timeout})
         return fs.open(path, "rb", block_size=0)
+    fs, path = fsspec.core.url_to_fs(url)
     return fs.open(path, "rb")
+
+
+class FetchError(OSError):
+    """A URL that cannot be fetched; its message is the reason in a few words."""
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and the exceptions it wraps, outermost first."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _failure(exc: BaseException, url: str) -> tuple[str, bool]:
+    """(what went wrong in a few words, whether another try could mend it).
+
+    The wrapped exceptions decide first: a DNS failure, a refused connection, a timeout or
+    an HTTP status is named as such, whatever fsspec raised around it."""
+    from aiohttp import ClientResponseError, ConnectionTimeoutError  # fsspec[http] brings it
+
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme.lower())
+    where = f"{host}:{port}" if port else host
+    for inner in _chain(exc):
+        if isinstance(inner, socket.gaierror):
+            return f"cannot resolve host {host}", inner.errno == socket.EAI_AGAIN
+        if isinstance(inner, ClientResponseError):
+            status = inner.status
+            if status == 404:
+                return "not found (HTTP 404)", False
+            words = f"HTTP {status} {inner.message}".strip()
+            return words, status >= 500 or status in _TRANSIENT_STATUS
+        if isinstance(inner, ConnectionRefusedError):
+            return f"connection refused by {where}", True
+        if isinstance(inner, ConnectionTimeoutError):
+            return f"no connection to {where} within {CONNECT_TIMEOUT_S:g} s", True
+        if isinstance(inner, TimeoutError):
+            return f"no answer from {where} within {READ_TIMEOUT_S:g} s", True
+    if isinstance(exc, FileNotFoundError):
+        return "not found", False
+    if isinstance(exc, PermissionError):
+        return "permission denied", False
+    return short_error(exc), not isinstance(exc, _PERMANENT)
 
 
 def remote_size(url: str) -> int | None:
@@ -147,8 +211,9 @@ class _Counting:
 
 class RetryingReader(_Counting):
     """A URL read front to back; a failed fetch or read is retried (`RETRIES`, with backoff)
-    on a fresh connection that skips to where the last one broke. Raises OSError when the
-    tries are spent, FileNotFoundError (and the like) at once."""
+    on a fresh connection that skips to where the last one broke. Raises FetchError (an
+    OSError) with the reason when the tries are spent, and at once for a failure another
+    try cannot mend (a host that does not resolve, 404, 403)."""
 
     def __init__(
         self,
@@ -171,14 +236,17 @@ class RetryingReader(_Counting):
                 if self.inner is None:
                     self.inner = self._reopened()
                 return action(self.inner)
-            except _PERMANENT:
+            except FetchError:
                 self.close()
                 raise
             except Exception as exc:  # aiohttp, botocore ... raise their own
                 self.close()
+                reason, transient = _failure(exc, self.url)
+                if not transient:
+                    raise FetchError(reason) from exc
                 failures += 1
                 if failures > RETRIES:
-                    raise OSError(f"fetch failed {failures} times: {short_error(exc)}") from exc
+                    raise FetchError(f"fetch failed {failures} times: {reason}") from exc
                 time.sleep(BACKOFF_S * 2 ** (failures - 1))
 
     def _reopened(self) -> Any:
@@ -239,7 +307,7 @@ def iter_remote(
             else RetryingReader(url, on_read=on_read)
         )
     except Exception as exc:  # any failed fetch is this input's one row
-        yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc)}")
+        yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc, url)}")
         return
     try:
         if kind == "warc":
@@ -257,19 +325,19 @@ def _parquet_records(url: str, cap: int) -> Iterator[RawRecord]:
         fs, path = fsspec.core.url_to_fs(url)
         fh = fs.open(path, "rb")
     except Exception as exc:  # any failed fetch is this input's one row
-        yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc)}")
+        yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc, url)}")
         return
     with fh:
         yield from iter_parquet(url, cap, source=fh)
 
 
-def fetch_reason(exc: BaseException) -> str:
-    """A failed fetch in a few words: a missing file says so."""
-    if isinstance(exc, FileNotFoundError):
-        return "not found"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    return short_error(exc)
+def fetch_reason(exc: BaseException, url: str = "") -> str:
+    """A failed fetch of `url` in a few words, one line: `cannot resolve host H`,
+    `connection refused by H:P`, `no answer from H:P within N s`, `not found (HTTP 404)`,
+    `HTTP 503 Service Unavailable` (after the retries: `fetch failed 5 times: ...`)."""
+    if isinstance(exc, FetchError):
+        return str(exc)
+    return _failure(exc, url)[0]
 
 
 def _maybe_gunzip(url: str, stream: _Counting) -> Any:
@@ -319,9 +387,11 @@ def _warc_records(url: str, stream: _Counting, cap: int) -> Iterator[RawRecord]:
 
 __all__ = [
     "STDIN",
+    "FetchError",
     "RetryingReader",
     "expand_remote",
     "fetch_head",
+    "fetch_reason",
     "is_remote",
     "iter_remote",
     "remote_size",
