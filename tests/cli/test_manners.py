@@ -152,7 +152,7 @@ def test_nothing_usable_names_each_file_and_its_reason(tmp_path) -> None:
     assert code == 1
     lines = [line for line in out.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: no usable page")
-    assert "noise.warc.gz: 1 record(s)" in out and "empty.warc.gz: 1 record(s)" in out
+    assert "noise.warc.gz: not a WARC" in out and "empty.warc.gz: empty file" in out
 
 
 def test_ui_and_serve_on_a_busy_port_say_so_before_announcing(demo_run, tmp_path) -> None:

@@ -55,7 +55,7 @@ from neardup.cli.scan_options import (
 from neardup.cli.summary import print_summary, unusable_inputs, why_nothing
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.dedup import DedupResult, scan_and_deduplicate, write_deduplicated
-from neardup.pipeline.scan import EmptyScanError, scan
+from neardup.pipeline.scan import EmptyScanError, damage_warnings, scan
 from neardup.store import RunError, load_settings, load_summary, open_run
 
 
@@ -82,6 +82,14 @@ def engine_runner(
     from neardup.pipeline.executors import engine_named
 
     return engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
+
+
+def _warn_damaged(run: Path) -> None:
+    """At the end of a scan, on stderr: each input that is damaged or cut short, with where
+    and why (`truncated (51278 of 57616 bytes)`), which the summary only counts as
+    `unreadable record`. A warning: the exit status stays that of the scan."""
+    for line in damage_warnings(run):
+        console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def _announce(inputs: list[str], settings: Settings) -> None:
@@ -273,6 +281,7 @@ def scan_command(
         unusable = unusable_inputs(run_dir)  # a bad file among good ones, by name
         if unusable:
             note(unusable)
+    _warn_damaged(run_dir)
     if summary["sketched"] == 0:
         fail(f"no usable page could be read from the input: {why_nothing(run_dir)}", code=1)
 

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from neardup.cli.output import out_console, to_terminal
 from neardup.ingest.commoncrawl import WAT_REASON
-from neardup.store import RunError, open_run
+from neardup.pipeline.scan import pageless_inputs
 
 
 def print_summary(summary: dict[str, Any], path: Path) -> None:
@@ -63,45 +63,23 @@ def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
 
 
 def why_nothing(run: Path) -> str:
-    """Each input's most common skip reason, naming the file: what a user needs to see when
-    a scan found nothing to compare (the rows themselves are in the run's `pages`)."""
-    rows = _pageless_sources(run)
+    """Each input's commonest real skip reason, naming the file: what a user needs to see
+    when a scan found nothing to compare (the rows themselves are in the run's `pages`)."""
+    rows = pageless_inputs(run)
     if rows is None:
         return "see the run's pages table"
-    return "; ".join(f"{src}: {n} record(s), e.g. {why}" for src, why, n in rows) or "no records"
+    return "; ".join(f"{src}: {why}" for src, why in rows) or "no records"
 
 
 def unusable_inputs(run: Path, shown: int = 5) -> str | None:
-    """One line naming the inputs that gave no page, each with its most common reason, when
-    others did: a damaged or empty file among good ones, which the summary's counts by
+    """One line naming the inputs that gave no page, each with its commonest real reason,
+    when others did: a damaged or empty file among good ones, which the summary's counts by
     reason do not name. WAT files, which hold links and never pages, are not among them."""
-    rows = _pageless_sources(run, exclude=WAT_REASON)
+    rows = pageless_inputs(run, exclude=WAT_REASON)
     if not rows:
         return None
-    named = "; ".join(f"{src}: {why}" for src, why, _ in rows[:shown])
+    named = "; ".join(f"{src}: {why}" for src, why in rows[:shown])
     more = (
         f"; and {len(rows) - shown} more (see the run's pages table)" if len(rows) > shown else ""
     )
     return f"no page could be read from {len(rows)} input(s): {named}{more}"
-
-
-def _pageless_sources(run: Path, exclude: str | None = None) -> list[tuple[str, str, int]] | None:
-    """(source, its most common skip reason, its records) of every source of the run none of
-    whose records became a page, leaving out sources with a record skipped for `exclude`;
-    None when the run cannot be opened."""
-    try:
-        con = open_run(run)
-    except RunError:
-        return None
-    try:
-        return con.execute(
-            "SELECT source, arg_max(skipped_reason, n), sum(n)::BIGINT FROM ("
-            "  SELECT source, skipped_reason, count(*) AS n FROM pages GROUP BY ALL"
-            ") GROUP BY source"
-            " HAVING bool_and(skipped_reason IS NOT NULL)"
-            "  AND NOT bool_or(skipped_reason IS NOT DISTINCT FROM ?)"
-            " ORDER BY source",
-            [exclude],
-        ).fetchall()
-    finally:
-        con.close()

@@ -26,7 +26,7 @@ from neardup.ingest.paths_file import resolve_inputs
 from neardup.pipeline.executors import ScanEngine, engine_named
 from neardup.pipeline.progress import Progress, SilentProgress, Unit
 from neardup.pipeline.stages import run_stages
-from neardup.store import anchor_views, build_store
+from neardup.store import RunError, anchor_views, build_store, open_run
 from neardup.store.outputs import check_folder, marker_kind, replacing_folder
 
 
@@ -131,9 +131,10 @@ def scan(
         )
         summary = {k: (int(v) if isinstance(v, np.integer) else v) for k, v in summary.items()}
         if summary.get("sketched", 0) == 0 and marker_kind(out) == "run":
+            why = "; ".join(f"{src}: {reason}" for src, reason in pageless_inputs(staging) or [])
             raise EmptyScanError(
-                f"no usable page could be read from the input; {out} still holds its "
-                "previous run (an empty scan never replaces one)",
+                f"no usable page could be read from the input{f' ({why})' if why else ''}; "
+                f"{out} still holds its previous run (an empty scan never replaces one)",
                 summary,
             )
         (staging / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")
@@ -142,3 +143,111 @@ def scan(
         )
     anchor_views(out)  # in place now: views by absolute path, for any DuckDB client
     return ScanResult(path=out, summary=summary)
+
+
+# Skip reasons that say an input is damaged or could not be read, rather than what a record
+# holds (`unreadable pdf: ...` is a page's content, not the file's).
+_DAMAGE = r"^(unreadable (record|file|rows|entry|parquet file)|cannot (open|read|fetch)|damaged )"
+# How many details (content types, say) one line shows of a reason.
+_SHOWN_DETAILS = 3
+_PLURAL = {"response": "responses", "resource": "resources", "row": "rows"}
+
+# Per source that gave no page (and has no record skipped for the reason excluded): its
+# commonest kind of skip (the words before the first ": "), where records that are no page
+# candidate at all ("not a page: request record" and the like) count only when nothing else
+# was skipped; with that kind's count, record types, distinct details and one whole reason.
+_PAGELESS_SQL = """
+WITH reasons AS (
+    SELECT source, record_type, skipped_reason AS reason,
+        split_part(skipped_reason, ': ', 1) AS kind,
+        nullif(substr(skipped_reason, length(split_part(skipped_reason, ': ', 1)) + 3), '')
+            AS detail
+    FROM pages
+), pageless AS (
+    SELECT source FROM reasons GROUP BY source
+    HAVING bool_and(reason IS NOT NULL) AND NOT bool_or(reason IS NOT DISTINCT FROM ?)
+), kinds AS (
+    SELECT source, kind, starts_with(kind, 'not a page') AS companion, count(*) AS n,
+        list(DISTINCT detail ORDER BY detail) FILTER (WHERE detail IS NOT NULL) AS details,
+        list(DISTINCT record_type ORDER BY record_type) AS types, min(reason) AS reason
+    FROM reasons JOIN pageless USING (source)
+    GROUP BY source, kind
+), ranked AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY source ORDER BY companion, n DESC, kind) AS rank
+    FROM kinds
+)
+SELECT source, kind, n, details, types, reason FROM ranked WHERE rank = 1 ORDER BY source
+"""
+
+_DAMAGED_SQL = f"""
+SELECT source, count(*), min(record_offset), arg_min(skipped_reason, record_offset),
+    arg_min(record_type, record_offset)
+FROM pages
+WHERE regexp_matches(skipped_reason, '{_DAMAGE}')
+    AND source IN (SELECT source FROM pages WHERE skipped_reason IS NULL)
+GROUP BY source
+ORDER BY source
+"""
+
+
+def pageless_inputs(run: str | Path, exclude: str | None = None) -> list[tuple[str, str]] | None:
+    """(source, why it gave no page) for every input of the run none of whose records
+    became a page, leaving out inputs with a record skipped for `exclude` (WAT files, which
+    hold links and never pages); None when the run cannot be opened.
+
+    The reason is the commonest real one: a WARC whose responses were all PDFs-to-be or
+    spreadsheets says `9 responses skipped: unsupported content type (application/rtf, ...)`,
+    not `not a page: request record`, though its request records are as many."""
+    try:
+        con = open_run(run)
+    except RunError:
+        return None
+    try:
+        rows = con.execute(_PAGELESS_SQL, [exclude]).fetchall()
+    finally:
+        con.close()
+    return [
+        (src, _skip_phrase(kind, n, details, types, reason))
+        for src, kind, n, details, types, reason in rows
+    ]
+
+
+def _skip_phrase(kind: str, n: int, details: list[str], types: list[str], reason: str) -> str:
+    """`n` records skipped for `kind` in a few words: a single record (or the row that
+    stands for a whole file) by its whole reason, else the count, the kind and the first
+    details."""
+    if n == 1 or types == ["file"]:
+        return reason
+    noun = _PLURAL.get(types[0], "records") if len(types) == 1 else "records"
+    shown = ", ".join(details[:_SHOWN_DETAILS]) + (", ..." if len(details) > _SHOWN_DETAILS else "")
+    return f"{n} {noun} skipped: {kind}" + (f" ({shown})" if details else "")
+
+
+def damage_warnings(run: str | Path) -> list[str]:
+    """One line per input that is damaged or cut short but still gave pages: where its
+    first unreadable record is and why, so a truncated download is not mistaken for a
+    small crawl (inputs that gave no page are named by `pageless_inputs`)."""
+    try:
+        con = open_run(run)
+    except RunError:
+        return []
+    try:
+        rows = con.execute(_DAMAGED_SQL).fetchall()
+    finally:
+        con.close()
+    lines = []
+    for source, n, offset, reason, record_type in rows:
+        kind, _, detail = reason.partition(": ")
+        if record_type == "file":
+            lines.append(f"{source}: {reason}")
+            continue
+        if record_type != "row":
+            where = f"byte {offset}"
+        elif source.endswith(".parquet"):
+            where = f"row {offset:,}"
+        else:
+            where = f"line {offset + 1:,}"
+        what = kind if n == 1 else f"{n:,} records ({kind}), the first"
+        lines.append(f"{source}: {what} at {where}" + (f": {detail}" if detail else ""))
+    return lines
