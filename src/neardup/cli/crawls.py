@@ -102,8 +102,10 @@ def register(app: typer.Typer) -> None:
         spark_work: SparkWork = None,
         json_out: JsonOpt = False,
     ) -> None:
-        """Scan INPUTS as crawl LABEL of a store (store/crawls/LABEL, listed in crawls.json);
-        with --engine spark the crawl keeps the Parquet datasets Spark wrote, read in place."""
+        """Scan INPUTS as crawl LABEL of a store of crawls.
+
+        The crawl goes to store/crawls/LABEL, listed in crawls.json; with --engine spark it
+        keeps the Parquet datasets Spark wrote, read in place."""
         # The scan group's module, imported only for this command (see `main.py`).
         from neardup.cli.scan import engine_runner
 
@@ -134,7 +136,9 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Path, typer.Argument(help="store folder")],
         json_out: JsonOpt = False,
     ) -> None:
-        """Cluster evolution (Φ, Ψ), host stability and page change of every later crawl
+        """How clusters, hosts and pages changed from crawl to crawl of a store.
+
+        Cluster evolution (Φ, Ψ), host stability and page change of every later crawl
         against the first (cumulative) and the previous one (consecutive); writes
         evolution_phi_psi.parquet and evolution_changes.parquet into the store."""
         try:

@@ -24,8 +24,10 @@ def demo_crawl_command(
         bool, typer.Option("--json", help="print what was written as JSON")
     ] = False,
 ) -> None:
-    """Generate a realistic multi-host crawl offline (mirrors, stale and partial copies,
-    aliases, unrelated pages, redirects, errors, revisits), with its ground truth."""
+    """Write a generated crawl to try neardup on, with its ground truth.
+
+    Generated offline: several hosts with mirrors, stale and partial copies, aliases,
+    unrelated pages, redirects, errors and revisits."""
     from neardup.synth import generate_demo_crawl
 
     try:

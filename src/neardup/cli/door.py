@@ -78,6 +78,28 @@ def check_port(host: str, port: int) -> None:
             fail(f"cannot listen on {host}:{port}: {err.strerror or err}; choose another --port")
 
 
+def server_url(host: str, port: int) -> str:
+    """The address a browser or a client uses for a server bound to `host`: an IPv6
+    address in brackets, and loopback for a server bound to every interface (the one
+    address of it this machine always reaches)."""
+    name = host.strip("[]")
+    if name in ("0.0.0.0", ""):
+        name = "127.0.0.1"
+    elif name == "::":
+        name = "::1"
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
+
+
+def announce(command: str, host: str, port: int, *notes: str) -> None:
+    """The lines a server prints on stderr before serving, the same for `serve` and `ui`:
+    where it answers, where its API is described, then `notes` (what it refuses)."""
+    url = server_url(host, port)
+    console.print(f"neardup {command} on {url} (Ctrl-C to stop)", highlight=False, soft_wrap=True)
+    console.print(f"API docs: {url}api/docs", highlight=False, soft_wrap=True)
+    for line in notes:
+        console.print(escape(line), highlight=False, soft_wrap=True)
+
+
 def run_server(app: Any, host: str, port: int, token: str | None, access_log: bool) -> None:
     """Warn when reachable beyond loopback, set up the access log, then serve."""
     import uvicorn

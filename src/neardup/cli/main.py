@@ -10,18 +10,27 @@ service, the report's plotting), and all of them together take a good part of a 
 `main` registers only the group of the command its line names (`COMMAND_GROUPS`); a line
 that names none (`--help`, `--version`, a misspelt command, shell completion) gets them all.
 `app`, the whole application, is built on first use, for callers such as tests.
+
+Help is Click's plain text (see `build_app`), with two changes made here once for every
+command: `neardup --help` lists the commands under headings (`HELP_PANELS`, set as each
+command's `rich_help_panel`) with each one's first sentence whole, where Click cut them at
+45 characters with "..."; and a usage line names arguments as Click does (`INPUTS...`,
+`[URL]`), where Typer writes `{inputs}...`.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+import click
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from neardup import __version__
 from neardup.cli.output import console
@@ -37,6 +46,85 @@ COMMAND_GROUPS: dict[str, str] = {
     **dict.fromkeys(("crawl", "evolution", "find-moved", "query"), "crawls"),
     **dict.fromkeys(("serve", "add"), "service"),
 }
+
+
+# The headings of `neardup --help`, in their order, with their commands in theirs; every
+# command of `COMMAND_GROUPS` is under exactly one (checked by the tests).
+HELP_PANELS: dict[str, tuple[str, ...]] = {
+    "Find duplicates": ("scan", "dedup", "demo-crawl"),
+    "Look at a run": ("summary", "clusters", "report", "ui"),
+    "Hosts and collections": ("mirrors", "collections", "avoid-list", "rollup"),
+    "Crawls over time": ("crawl", "evolution", "find-moved", "query"),
+    "Index and service": ("add", "serve"),
+}
+_PANEL_OF = {name: panel for panel, names in HELP_PANELS.items() for name in names}
+
+
+def _first_sentence(command: click.Command) -> str:
+    """A command's description for the list of commands: its short help, else the first
+    sentence of its help, whole (where Click cuts it at 45 characters)."""
+    if command.short_help:
+        return command.short_help
+    words = " ".join((command.help or "").split("\n\n")[0].split())
+    end = re.search(r"\.(\s|$)", words)
+    return words[: end.start() + 1] if end else words
+
+
+def _argument_name(param: click.Parameter) -> str:
+    """An argument as Click names it in a usage line: upper case, `[...]` when optional,
+    `...` when it takes several values."""
+    name = (param.metavar or param.name or "").upper()
+    if not param.required:
+        name = f"[{name}]"
+    return name + ("..." if param.nargs != 1 else "")
+
+
+class _Command(TyperCommand):
+    """A command whose usage line and Arguments section name arguments in Click's way."""
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        params = self.get_params(ctx)
+        return pieces + [_argument_name(p) for p in params if p.param_type_name == "argument"]
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((_argument_name(param), record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+class _Group(TyperGroup):
+    """The application: its commands listed under their `rich_help_panel` headings, in
+    `HELP_PANELS`' order, each with its first sentence whole (wrapped, never cut)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            panel = getattr(command, "rich_help_panel", None) or "Commands"
+            panels.setdefault(panel, []).append((name, _first_sentence(command)))
+        if not panels:
+            return
+        known = list(HELP_PANELS)
+        place = {name: i for i, name in enumerate(_PANEL_OF)}
+        width = max(len(name) for rows in panels.values() for name, _ in rows)
+        for panel in sorted(panels, key=lambda p: known.index(p) if p in known else len(known)):
+            rows = sorted(panels[panel], key=lambda row: place.get(row[0], len(place)))
+            with formatter.section(panel):
+                # names padded to the longest of all: one column of descriptions throughout
+                formatter.write_dl([(name.ljust(width), text) for name, text in rows])
 
 
 def _show_version(value: bool) -> None:
@@ -67,10 +155,15 @@ def build_app(groups: Sequence[str] = GROUPS) -> typer.Typer:
         add_completion=True,
         rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+        cls=_Group,
     )
     app.callback()(_root)
     for name in groups:
         importlib.import_module(f"neardup.cli.{name}").register(app)
+    for info in app.registered_commands:
+        if info.cls in (None, TyperCommand):  # Typer's default: no class of the command's own
+            info.cls = _Command
+        info.rich_help_panel = info.rich_help_panel or _PANEL_OF.get(info.name or "")
     return app
 
 

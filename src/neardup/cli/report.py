@@ -20,12 +20,14 @@ from neardup.cli.door import (
     RateOpt,
     TokenFileOpt,
     TokenOpt,
+    announce,
     check_port,
     rate_or_none,
     resolve_token,
     run_server,
 )
-from neardup.cli.output import console, fail, out_console, require_extra
+from neardup.cli.output import fail, out_console, require_extra
+from neardup.cli.progress import RichProgress, show_progress
 from neardup.store import RunError
 from neardup.store.outputs import OutputError
 
@@ -57,8 +59,9 @@ def report_command(
         bool, typer.Option("--json", help="print what was written as JSON")
     ] = False,
 ) -> None:
-    """Write an HTML report of RUN: replication, cluster sizes, collections, mirrors,
-    thresholds and savings, in one offline file."""
+    """Write an HTML report of RUN, one file that opens offline.
+
+    It shows replication, cluster sizes, collections, mirrors, thresholds and savings."""
     from neardup.report import write_report
 
     try:
@@ -93,17 +96,19 @@ def ui_command(
     if secret is None and not is_loopback(host):
         fail(f"--host {host} reaches other machines: give --token, --token-file or $NEARDUP_TOKEN")
     try:
-        app = create_app(
-            run,
-            token=secret,
-            hosts=allowed_hosts(host, allow_host or ()),
-            rate=rate_or_none(rate_limit),
-            access_log=access_log,
-        )
+        with RichProgress(enabled=show_progress(False)) as progress:  # the search index, once
+            app = create_app(
+                run,
+                token=secret,
+                hosts=allowed_hosts(host, allow_host or ()),
+                rate=rate_or_none(rate_limit),
+                access_log=access_log,
+                progress=progress,
+            )
     except RunError as err:
         fail(str(err))
     check_port(host, port)
-    console.print(f"neardup ui on http://{host}:{port}/ (Ctrl-C to stop)", highlight=False)
+    announce("ui", host, port)
     run_server(app, host, port, secret, access_log)
 
 

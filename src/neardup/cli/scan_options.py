@@ -70,7 +70,13 @@ Shard = Annotated[
     str | None,
     typer.Option(help="read shard i/n of the paths file (i from 0): every n-th file from the i-th"),
 ]
-Threshold = Annotated[float, typer.Option(help="resemblance a verified pair must reach")]
+Threshold = Annotated[
+    float,
+    typer.Option(
+        help="resemblance (estimated Jaccard of the pages' shingle sets) a verified pair must "
+        "reach: higher finds only closer copies (`neardup scan --help`: which settings for what)"
+    ),
+]
 Verbose = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="list the files to read and the settings before starting"),
@@ -107,7 +113,11 @@ Verify = Annotated[
 Rule = Annotated[
     str,
     typer.Option(
-        "--cluster-rule", help="center (members verified against the representative) or transitive"
+        "--cluster-rule",
+        help="core (the default): pages whose pairs reach (1 + threshold) / 2 form cores, and "
+        "cores gather around centres, so chains of navigation-heavy pages do not merge "
+        "unrelated pages; center: every member verified against its representative; "
+        "transitive: connected components of the pairs",
     ),
 ]
 MaxDf = Annotated[
