@@ -416,10 +416,17 @@ def test_a_refused_connection_says_so(quick_retries):
 
 
 def test_a_server_that_never_answers_times_out(quick_retries):
+    import time
+
+    from neardup.ingest.remote import remote_size
+
     with socket.socket() as silent:  # connections are accepted by the kernel, never answered
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         port = silent.getsockname()[1]
+        started = time.monotonic()
+        assert remote_size(f"http://127.0.0.1:{port}/x.warc.gz") is None  # the HEAD gives up
+        assert time.monotonic() - started < 10
         reason = _reason(f"http://127.0.0.1:{port}/x.warc.gz")
     assert reason == (
         f"cannot fetch: fetch failed 5 times: no answer from 127.0.0.1:{port} within 0.3 s"

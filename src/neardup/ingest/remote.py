@@ -89,19 +89,25 @@ def expand_remote(url: str, error: Callable[[str], Exception]) -> list[str]:
     return [fs.unstrip_protocol(m) for m in matches]
 
 
-def _open_url(url: str) -> Any:
-    """An fsspec file on `url`; HTTP is streamed (no HEAD, no ranges) as one GET, with
-    timeouts for connecting and for a server that stops answering (`CONNECT_TIMEOUT_S`,
-    `READ_TIMEOUT_S`), where aiohttp alone would wait five minutes."""
-    if urlsplit(url).scheme.lower() in _NO_LISTING:
-        import aiohttp  # fsspec's HTTP client, loaded only for HTTP inputs
+def _url_fs(url: str) -> tuple[Any, str]:
+    """fsspec's file system for `url` and the path on it. HTTP gets timeouts for connecting
+    and for a server that stops answering (`CONNECT_TIMEOUT_S`, `READ_TIMEOUT_S`), where
+    aiohttp alone would wait five minutes, for the size asked first as for the data."""
+    if urlsplit(url).scheme.lower() not in _NO_LISTING:
+        return fsspec.core.url_to_fs(url)
+    import aiohttp  # fsspec's HTTP client, loaded only for HTTP inputs
 
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
-        )
-        fs, path = fsspec.core.url_to_fs(url, client_kwargs={"timeout": timeout})
+    timeout = aiohttp.ClientTimeout(
+        total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
+    )
+    return fsspec.core.url_to_fs(url, client_kwargs={"timeout": timeout})
+
+
+def _open_url(url: str) -> Any:
+    """An fsspec file on `url`; HTTP is streamed (no HEAD, no ranges) as one GET."""
+    fs, path = _url_fs(url)
+    if urlsplit(url).scheme.lower() in _NO_LISTING:
         return fs.open(path, "rb", block_size=0)
-    fs, path = fsspec.core.url_to_fs(url)
     return fs.open(path, "rb")
 
 
@@ -159,7 +165,7 @@ def remote_size(url: str) -> int | None:
     if url == STDIN:
         return None
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = _url_fs(url)
         size = fs.size(path)
     except Exception:  # the store's own errors; a failed fetch is reported when it is read
         return None
@@ -322,7 +328,7 @@ def iter_remote(
 def _parquet_records(url: str, cap: int) -> Iterator[RawRecord]:
     """Parquet keeps its index at the end, so it is read in byte ranges, not streamed."""
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = _url_fs(url)
         fh = fs.open(path, "rb")
     except Exception as exc:  # any failed fetch is this input's one row
         yield RawRecord(url, 0, "file", skipped_reason=f"cannot fetch: {fetch_reason(exc, url)}")

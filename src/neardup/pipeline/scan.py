@@ -6,6 +6,10 @@ by default, or Spark); they exchange Parquet files in a staging directory next t
 output, from which the store is built here. The finished
 directory replaces the output in one rename, so an interrupted scan never leaves a
 half-written run.
+
+What a finished run says about its inputs is read here too, for the end of a scan: which
+inputs are damaged or cut short (`damage_warnings`) and why an input gave no page
+(`pageless_inputs`, by its commonest real skip reason).
 """
 
 from __future__ import annotations
