@@ -279,3 +279,153 @@ def test_verbose_lists_the_files_and_the_settings_first(demo_crawl, tmp_path) ->
     assert lines[: len(picked)] == [f"input: {base}/{p.name} (warc)" for p in picked]
     assert lines[len(picked)] == f"{len(picked)} input file(s); settings: threshold=0.85"
     assert "input:" not in result.stdout
+
+
+def _terminal_output(monkeypatch, width: int = 100):
+    """Results printed as to a terminal `width` wide; the function returned reads them."""
+    import io
+
+    from rich.console import Console
+
+    from neardup.cli import output
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=width, color_system=None)
+    monkeypatch.setattr(output, "out_console", console)
+    monkeypatch.setattr("neardup.cli.summary.out_console", console)
+    return buffer.getvalue
+
+
+def test_summary_prints_as_the_scan_did(demo_crawl, tmp_path, monkeypatch) -> None:
+    """`scan` and, later, `summary` print the same table: skips from the commonest down,
+    stage times in the order the stages ran (summary.json keeps its keys sorted)."""
+    from neardup.pipeline.stages import STAGES
+
+    printed = _terminal_output(monkeypatch)
+    run = tmp_path / "run"
+    code, _ = _run("scan", *map(str, demo_crawl.warc_paths), "-o", str(run), "-q")
+    assert code == 0
+    scanned = printed()
+    code, _ = _run("summary", str(run))
+    assert code == 0
+    summarised = printed()[len(scanned) :]
+    assert summarised == scanned
+
+    rows = [line.strip("│ ") for line in scanned.splitlines()]
+    skips = [r for r in rows if r.startswith("skipped:")]
+    counts = [int(r.rsplit("│", 1)[1].strip().replace(",", "")) for r in skips]
+    assert len(skips) >= 3 and counts == sorted(counts, reverse=True)
+    stages = [r.split("│")[0].split("time:")[1].strip() for r in rows if r.startswith("time:")]
+    order = [s.key for s in STAGES] + ["store"]
+    assert stages == sorted(stages, key=order.index) and stages[0] == "ingest"
+    assert stages[-1] == "store"
+
+
+def test_summary_on_a_pipe_has_no_none_and_keeps_the_order(demo_run) -> None:
+    code, out = _run("summary", str(demo_run.path))
+    assert code == 0
+    assert "None" not in out
+    pairs = [line.split("\t") for line in out.splitlines()]
+    assert all(len(p) == 2 for p in pairs)
+    values = dict(pairs)
+    assert values["containment_pairs"] == ""  # no --containment: the figure does not apply
+    skips = [int(v) for k, v in pairs if k.startswith("skipped_by_reason.")]
+    assert skips == sorted(skips, reverse=True) and skips
+    stages = [k.split(".", 1)[1] for k, _ in pairs if k.startswith("stage_seconds.")]
+    assert stages[0] == "ingest" and stages[-1] == "store" and "sketch" in stages
+    code, scanned = _run("summary", str(demo_run.path))
+    assert scanned == out  # stable: the same lines each time
+
+
+def _start_server(args: list[str]) -> tuple[subprocess.Popen[str], list[str]]:
+    """A `neardup` server started on a free loopback port, with the lines it printed on
+    stderr before serving (it is serving once its API docs answer)."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    neardup = Path(sys.executable).with_name("neardup")
+    proc = subprocess.Popen(
+        [str(neardup), *args, "--host", "127.0.0.1", "--port", str(port), "--no-access-log"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    assert proc.stderr is not None
+    while len(lines) < 3:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if line.startswith("API docs:") and args[0] == "ui":
+            break
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/docs", timeout=5) as r:
+                assert r.status == 200
+            break
+        except OSError:
+            assert time.monotonic() < deadline and proc.poll() is None, lines
+            time.sleep(0.2)
+    return proc, [*lines, str(port)]
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals")
+@pytest.mark.parametrize("token", [None, "s3cret-token"])
+def test_serve_announces_its_address_docs_and_writes(tmp_path, token) -> None:
+    """`neardup serve STORE` says, on stderr before serving, where it answers, where its
+    docs are, and whether it takes writes (no token: read-only)."""
+    args = ["serve", str(tmp_path / "idx"), *(["--token", token] if token else [])]
+    proc, lines = _start_server(args)
+    try:
+        *said, port = lines
+        url = f"http://127.0.0.1:{port}/"
+        assert said[0] == f"neardup serve on {url} (Ctrl-C to stop)"
+        assert said[1] == f"API docs: {url}api/docs"
+        if token is None:
+            assert said[2].startswith("read-only: no token, so POST and DELETE /pages are refused")
+        else:
+            assert "need the header Authorization: Bearer" in said[2]
+            assert token not in said[2]
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals")
+def test_ui_announces_the_same_way(demo_run) -> None:
+    proc, lines = _start_server(["ui", str(demo_run.path)])
+    try:
+        *said, port = lines
+        assert said[0] == f"neardup ui on http://127.0.0.1:{port}/ (Ctrl-C to stop)"
+        assert said[1] == f"API docs: http://127.0.0.1:{port}/api/docs"
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8787/"),
+        ("0.0.0.0", "http://127.0.0.1:8787/"),
+        ("::", "http://[::1]:8787/"),
+        ("::1", "http://[::1]:8787/"),
+        ("example.org", "http://example.org:8787/"),
+    ],
+)
+def test_server_url(host: str, url: str) -> None:
+    from neardup.cli.door import server_url
+
+    assert server_url(host, 8787) == url

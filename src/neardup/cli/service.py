@@ -33,12 +33,20 @@ def register(app: typer.Typer) -> None:
         max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 10 << 20,
         access_log: AccessLogOpt = True,
     ) -> None:
-        """Serve the incremental duplicate index over HTTP (OpenAPI at /api/openapi.json,
-        docs at /api/docs). Writes need the token; without one the server is read-only."""
+        """Serve the incremental duplicate index over HTTP.
+
+        OpenAPI at /api/openapi.json, docs at /api/docs. Writes need the token; without
+        one the server is read-only."""
         from neardup.cli.output import require_extra
 
         require_extra("service", "serve", "fastapi", "uvicorn")
-        from neardup.cli.door import check_port, rate_or_none, resolve_token, run_server
+        from neardup.cli.door import (
+            announce,
+            check_port,
+            rate_or_none,
+            resolve_token,
+            run_server,
+        )
         from neardup.service.api import create_service_app
         from neardup.service.door import allowed_hosts
 
@@ -52,6 +60,7 @@ def register(app: typer.Typer) -> None:
             access_log=access_log,
         )
         check_port(host, port)
+        announce("serve", host, port, _writes(secret))
         run_server(app_, host, port, secret, access_log)
 
     @app.command("add")
@@ -94,3 +103,13 @@ def register(app: typer.Typer) -> None:
             for key, value in totals.items()
         ]
         emit_table(f"neardup add → {store}", ["what", "value"], rows, frozenset({"value"}), shown)
+
+
+def _writes(token: str | None) -> str:
+    """What `serve` says of writes: refused without a token, else how to send it."""
+    if token is None:
+        return (
+            "read-only: no token, so POST and DELETE /pages are refused "
+            "(give --token, --token-file or $NEARDUP_TOKEN to accept writes)"
+        )
+    return "writes (POST and DELETE /pages) need the header Authorization: Bearer <token>"

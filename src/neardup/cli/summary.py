@@ -11,22 +11,54 @@ from rich.table import Table
 from neardup.cli.output import out_console, to_terminal
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.pipeline.scan import pageless_inputs
+from neardup.pipeline.stages import STAGES
+
+# The order of `stage_seconds` for people: the Spark engine's session start, the shared
+# stages in the order they run (`STAGES`), the Spark executors writing the tables, the store.
+_STAGE_ORDER = ("spark", *(stage.key for stage in STAGES), "tables", "store")
+
+
+def in_order(summary: dict[str, Any]) -> dict[str, Any]:
+    """`summary` with its skip reasons from the commonest down (ties by name, as the store's
+    `skipped.sql` counts them) and its stage times in the order the stages run. A scan's
+    own summary has both orders already; one read back from `summary.json` has its keys
+    sorted, so `summary` and `scan` print the same through this one function."""
+    skipped = summary.get("skipped_by_reason") or {}
+    stages = summary.get("stage_seconds") or {}
+    rank = {key: i for i, key in enumerate(_STAGE_ORDER)}
+    return {
+        **summary,
+        "skipped_by_reason": dict(sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "stage_seconds": {
+            k: stages[k] for k in sorted(stages, key=lambda k: rank.get(k, len(rank)))
+        },
+    }
 
 
 def print_summary(summary: dict[str, Any], path: Path) -> None:
-    if not to_terminal():  # a pipe or a file: one `key<TAB>value` line per figure, raw
-        flat = {k: v for k, v in summary.items() if not isinstance(v, dict | list)}
-        for group in ("skipped_by_reason", "stage_seconds"):
-            flat.update({f"{group}.{k}": v for k, v in summary.get(group, {}).items()})
-        print("\n".join(f"{k}\t{v}" for k, v in sorted(flat.items())), flush=True)
+    """The summary of a scan, for `scan` and `summary` alike: a table on a terminal; on a
+    pipe or in a file one `key<TAB>value` line per figure, raw, keys in alphabetical order
+    with the skips and stage times (`skipped_by_reason.REASON`, `stage_seconds.STAGE`) in
+    the table's order at their group's place, and an empty value where a figure does not
+    apply (`containment_pairs` without --containment), never `None`."""
+    summary = in_order(summary)
+    if to_terminal():
+        _print_summary_table(summary, path)
         return
-    _print_summary_table(summary, path)
+    lines = []
+    for key in sorted(summary):
+        value = summary[key]
+        if key in ("skipped_by_reason", "stage_seconds"):
+            lines += [f"{key}.{k}\t{v}" for k, v in value.items()]
+        elif not isinstance(value, dict | list):
+            lines.append(f"{key}\t{'' if value is None else value}")
+    print("\n".join(lines), flush=True)
 
 
 def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
     sketched = summary["sketched"] or 0
     table = Table(title=f"neardup scan → {path}", show_header=False, title_justify="left")
-    table.add_column("what")
+    table.add_column("what", no_wrap=True)  # a figure's name on one line; values wrap
     table.add_column("value", justify="right")
     table.add_row("records read", f"{summary['records']:,}")
     table.add_row("pages sketched", f"{sketched:,}")
@@ -53,8 +85,8 @@ def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
     share = summary["duplicates"] / sketched if sketched else 0.0
     table.add_row("duplicates (not representatives)", f"{summary['duplicates']:,} ({share:.1%})")
     table.add_row("largest cluster", f"{summary['largest_cluster']:,}")
-    stages = ", ".join(f"{k} {v:.1f}s" for k, v in summary.get("stage_seconds", {}).items())
-    table.add_row("time per stage", stages)
+    for stage, seconds in summary.get("stage_seconds", {}).items():
+        table.add_row(f"  time: {stage}", f"{seconds:.1f}s")
     rate = summary.get("records_per_second")
     table.add_row(
         "total", f"{summary['elapsed_seconds']:.1f}s ({rate:,.0f} records/s)" if rate else ""
