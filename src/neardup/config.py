@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,16 @@ CLUSTER_RULES = ("core", "center", "transitive")
 # The decoded body size above which a record is skipped as "payload too large". Readers
 # stream bodies up to it (ingest/limits.py), so a bomb or a huge record never sits in memory.
 DEFAULT_MAX_PAYLOAD_BYTES = 20_000_000
+
+# Settings that decide which records are compared (`ingest/eligibility.py`): a service
+# index keeps the ones it was made with, and refuses others (`check_same_pages`).
+URL_PATTERN_KEYS = ("include_url", "exclude_url")
+ELIGIBILITY_KEYS = (
+    "include_error_pages",
+    "include_crawler_files",
+    *URL_PATTERN_KEYS,
+    "min_tokens",
+)
 
 # Settings that change the sketches themselves: two indexes can only be compared when these match.
 SKETCH_KEYS = (
@@ -129,7 +140,17 @@ class Settings:
     simhash_distance: int = 3
     # Ingest. Links feed the collections and mirrors work; a pure dedup run can skip them.
     extract_links: bool = True
+    # Which records are compared (the one rule is `ingest/eligibility.py`): 4xx/5xx pages
+    # only with `include_error_pages`; a crawler's own files (robots.txt, sitemaps, ...;
+    # `eligibility.CRAWLER_FILES`) only with `include_crawler_files`; with `include_url`,
+    # only URLs one of those regular expressions is found in; never a URL one of
+    # `exclude_url` is found in (searched anywhere in the URL, as wget's --accept-regex and
+    # --reject-regex). Stored with every run and index, so that the scan and the index
+    # compare the same pages.
     include_error_pages: bool = False
+    include_crawler_files: bool = False
+    include_url: tuple[str, ...] = ()
+    exclude_url: tuple[str, ...] = ()
     min_tokens: int = 1
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
 
@@ -206,6 +227,10 @@ class Settings:
             raise SettingsError("max_payload_bytes must be between 1024 and 4 GiB")
         if not 0 <= self.simhash_distance <= 31:
             raise SettingsError("simhash_distance must be between 0 and 31")
+        if self.min_tokens < 0:
+            raise SettingsError("min_tokens must be >= 0")
+        for name in URL_PATTERN_KEYS:
+            object.__setattr__(self, name, _patterns(name, getattr(self, name)))
 
     @property
     def strong_similarity(self) -> float:
@@ -265,12 +290,15 @@ class Settings:
     def from_dict(cls, data: dict[str, Any]) -> Settings:
         """Settings as stored (`to_dict`). A dict without `sketch` was written before the
         one-permutation sketch existed, when every sketch was classic: it loads as
-        `sketch="classic"`, so an old run or index is never compared with the new default."""
+        `sketch="classic"`, so an old run or index is never compared with the new default.
+        Likewise a dict without `include_crawler_files` was written when crawler files were
+        compared like pages: it loads as `include_crawler_files=True`, so an old index goes
+        on with the rule its stored pages were chosen by."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise SettingsError(f"unknown settings: {', '.join(sorted(unknown))}")
-        return cls(**{"sketch": "classic", **data})
+        return cls(**{"sketch": "classic", "include_crawler_files": True, **data})
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
@@ -285,3 +313,42 @@ class Settings:
         ]
         if diffs:
             raise SettingsError("sketch settings differ: " + "; ".join(diffs))
+
+    def check_same_pages(self, other: Settings) -> None:
+        """Fail loudly when `other` would compare other records than ours (the settings of
+        `ELIGIBILITY_KEYS`): an index compares the pages its stored rule chose, and a second
+        rule would leave it agreeing with no scan."""
+        diffs = [
+            f"{k}: {_shown(getattr(other, k))} asked, {_shown(getattr(self, k))} in the index"
+            for k in ELIGIBILITY_KEYS
+            if getattr(self, k) != getattr(other, k)
+        ]
+        if diffs:
+            raise SettingsError(
+                "the index was made with other rules for which pages are compared ("
+                + "; ".join(diffs)
+                + "): use a new store, or give the index's own"
+            )
+
+
+def _shown(value: Any) -> str:
+    """A setting's value in an error line: patterns as a list, the rest as repr."""
+    if isinstance(value, tuple):
+        return "[" + ", ".join(repr(v) for v in value) + "]" if value else "none"
+    return repr(value)
+
+
+def _patterns(name: str, value: Any) -> tuple[str, ...]:
+    """URL patterns as a tuple of strings (a list, as JSON stores them, is accepted), each a
+    valid regular expression; a bad one is a one-line SettingsError naming it."""
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{name} must be a list of regular expressions")
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            problem = f"{pattern!r} is not a regular expression ({err})"
+            raise SettingsError(f"{name}: {problem}") from None
+    return tuple(value)

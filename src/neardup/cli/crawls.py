@@ -26,6 +26,7 @@ from neardup.cli.scan_options import (
     SparkWork,
     _settings,
 )
+from neardup.cli.url_options import CrawlerFiles, ExcludeUrl, IncludeUrl, url_patterns
 from neardup.config import SettingsError
 from neardup.crawls.cross_crawl import cross_crawl_clusters
 from neardup.crawls.evolution import evolution
@@ -96,6 +97,9 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int | None, typer.Option(min=1, help="worker processes")] = None,
         base_url: Annotated[str | None, typer.Option(help="base URL of an HTML folder")] = None,
         force: Annotated[bool, typer.Option(help="replace a crawl of the same label")] = False,
+        include_crawler_files: CrawlerFiles = False,
+        include_url: IncludeUrl = None,
+        exclude_url: ExcludeUrl = None,
         engine: EngineName = "embedded",
         spark_master: SparkMaster = None,
         spark_conf: SparkConf = None,
@@ -115,6 +119,8 @@ def register(app: typer.Typer) -> None:
                 threshold=threshold,
                 num_perm=num_perm,
                 sketch=sketch or stored_sketch(store),
+                include_crawler_files=include_crawler_files,
+                **url_patterns(include_url, exclude_url),
             )
             runner = engine_runner(engine, workers, spark_master, spark_conf, spark_work)
             result = add_crawl(

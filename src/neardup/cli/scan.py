@@ -53,6 +53,7 @@ from neardup.cli.scan_options import (
     resolve_inputs_or_fail,
 )
 from neardup.cli.summary import print_summary, unusable_inputs, why_nothing
+from neardup.cli.url_options import CrawlerFiles, ExcludeUrl, IncludeUrl, url_patterns
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.dedup import DedupResult, scan_and_deduplicate, write_deduplicated
 from neardup.pipeline.scan import EmptyScanError, damage_warnings, scan
@@ -82,6 +83,15 @@ def engine_runner(
     from neardup.pipeline.executors import engine_named
 
     return engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
+
+
+def _note_outputs_passed_over(inputs: list[str]) -> None:
+    """Say which neardup outputs inside an input folder the scan did not read (a run kept
+    beside the crawl: its Parquet tables are no crawl)."""
+    from neardup.ingest.readers import neardup_outputs
+
+    for folder, kind in neardup_outputs(inputs):
+        note(f"not read: {folder} (a neardup {kind}, neardup's own output)")
 
 
 def _warn_damaged(run: Path) -> None:
@@ -193,6 +203,9 @@ def scan_command(
     cluster_rule: Rule = "core",
     max_shingle_df: MaxDf = 0,
     include_error_pages: ErrorPages = False,
+    include_crawler_files: CrawlerFiles = False,
+    include_url: IncludeUrl = None,
+    exclude_url: ExcludeUrl = None,
     links: Links = True,
     containment: Containment = None,
     chunking: Chunking = None,
@@ -257,6 +270,8 @@ def scan_command(
             cluster_rule=cluster_rule,
             max_shingle_df=max_shingle_df,
             include_error_pages=include_error_pages,
+            include_crawler_files=include_crawler_files,
+            **url_patterns(include_url, exclude_url),
             extract_links=links,
             containment=containment,
             chunking=chunking,
@@ -306,6 +321,7 @@ def scan_command(
         if unusable:
             note(unusable)
     _warn_damaged(run_dir)
+    _note_outputs_passed_over(inputs)
     if summary["sketched"] == 0:
         fail(f"no usable page could be read from the input: {why_nothing(run_dir)}", code=1)
 
@@ -386,6 +402,9 @@ def dedup_command(
     preset: Preset = None,
     workers: Workers = None,
     base_url: BaseUrl = None,
+    include_crawler_files: CrawlerFiles = False,
+    include_url: IncludeUrl = None,
+    exclude_url: ExcludeUrl = None,
     force: Annotated[
         bool, typer.Option(help="replace an earlier dedup output in OUT (never other files)")
     ] = False,
@@ -400,7 +419,14 @@ def dedup_command(
                 fail("give inputs to scan, or --run with a finished scan")
             refuse_remote_dedup([str(p) for p in inputs])
             # deduplication needs no link graph: skip extracting it
-            settings = _settings(preset, threshold=threshold, method=method, extract_links=False)
+            settings = _settings(
+                preset,
+                threshold=threshold,
+                method=method,
+                extract_links=False,
+                include_crawler_files=include_crawler_files,
+                **url_patterns(include_url, exclude_url),
+            )
             if verbose:
                 _announce([str(p) for p in inputs], settings)
             with RichProgress(enabled=show_progress(quiet)) as progress:
@@ -414,6 +440,11 @@ def dedup_command(
                     progress=progress,
                 )
         else:
+            if include_url or exclude_url or include_crawler_files:
+                fail(
+                    "--include-url, --exclude-url and --include-crawler-files choose what a "
+                    f"scan compares: {run} was scanned with its own (give inputs instead)"
+                )
             load_settings(run)
             if inputs:
                 recorded = {str(Path(p)) for p in load_summary(run).get("inputs", [])}

@@ -16,6 +16,7 @@ from neardup.cli.door import (
     TokenFileOpt,
     TokenOpt,
 )
+from neardup.cli.url_options import ExcludeUrl, IncludeUrl, url_patterns
 
 
 def register(app: typer.Typer) -> None:
@@ -75,9 +76,16 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(min=1, help="Processes sketching the next batches (default: cores)."),
         ] = None,
+        include_url: IncludeUrl = None,
+        exclude_url: ExcludeUrl = None,
         json_out: Annotated[bool, typer.Option("--json", help="print the totals as JSON")] = False,
     ) -> None:
         """Add or update pages from crawl files (redirects included), batch by batch.
+
+        A page is added when a scan of the same files would compare it (the scan's rule:
+        2xx responses with text, no crawler files such as robots.txt, the URL patterns);
+        the others are counted by reason. A new store keeps the URL patterns it is given;
+        an existing one keeps its own and refuses others.
 
         With --links (default), each added URL's `links_in` becomes the number of distinct
         pages of these files linking to it, sent as one last batch once every file is read
@@ -91,7 +99,8 @@ def register(app: typer.Typer) -> None:
         from neardup.store.outputs import OutputError
 
         try:
-            totals = add_files(store, inputs, batch, links, workers)
+            patterns = url_patterns(include_url, exclude_url)
+            totals = add_files(store, inputs, batch, links, workers, **patterns)
         except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
             fail(str(err))
         if json_out:

@@ -14,6 +14,7 @@ escaped, since Parquet and DuckDB only take UTF-8.
 from __future__ import annotations
 
 import glob
+import json
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,18 @@ _GLOB_CHARS = frozenset("*?[")
 # (a whole published crawl), whose progress bar then counts bytes without a total.
 _SIZE_THREADS = 16
 _MAX_SIZE_REQUESTS = 1000
+
+# The file by which neardup marks a folder it wrote (store/outputs.py's MARKER, which
+# this layer may not import; a test checks the two agree), and what a folder walk does
+# with such a folder. Most hold neardup's own tables (a run, a store of crawls, a service
+# index, Spark's work folder) and are passed over: their Parquet files are no crawl. Two
+# hold crawl files: a demo crawl (its WARCs), and a dedup output (the cleaned copies of
+# its inputs), whose lists beside them are passed over (its scan is a run of its own).
+OUTPUT_MARKER = ".neardup-output"
+_CRAWL_OUTPUTS: dict[str, frozenset[str]] = {
+    "demo crawl": frozenset(),
+    "dedup": frozenset({"kept.parquet", "removed.parquet"}),
+}
 
 # Called with the number of input bytes the readers have newly consumed.
 OnBytes = Callable[[int], None]
@@ -179,14 +192,57 @@ def _expand_one(path: str) -> list[str]:
         return [m for match in matches for m in _expand_one(match)]
     p = Path(path)
     if p.is_dir() and not has_html_files(p):
-        files = sorted(
-            (f for f in p.rglob("*") if _is_input_entry(f)),
-            key=lambda f: f.relative_to(p).as_posix(),
-        )
+        kind = output_kind(p)
+        if kind is not None and kind not in _CRAWL_OUTPUTS:
+            raise InputError(f"{path}: a neardup output ({kind}), not crawl files")
+        files = sorted(_folder_files(p), key=lambda f: f.relative_to(p).as_posix())
         if not files:
             raise InputError(f"{path}: directory has no HTML, WARC, ARC, JSONL or Parquet files")
         return [str(f) for f in files]
     return [path]
+
+
+def output_kind(folder: Path) -> str | None:
+    """The kind of neardup output `folder` holds ("run", "dedup", ...), from its marker;
+    None for a folder neardup did not write ("unknown" for an unreadable marker)."""
+    marker = folder / OUTPUT_MARKER
+    if not marker.is_file():
+        return None
+    try:
+        return str(json.loads(marker.read_text(encoding="utf-8"))["kind"])
+    except (ValueError, KeyError, TypeError, OSError):
+        return "unknown"
+
+
+def _folder_files(top: Path) -> Iterator[Path]:
+    """The input entries under `top`, passing over the folders of neardup's own outputs
+    (`neardup_outputs` names them) and a dedup output's lists."""
+    for root, dirs, names in os.walk(top):
+        here = Path(root)
+        kind = output_kind(here) if OUTPUT_MARKER in names else None
+        if kind is not None and kind not in _CRAWL_OUTPUTS:
+            dirs[:] = []
+            continue
+        passed_over = _CRAWL_OUTPUTS.get(kind or "", frozenset())
+        for name in names:  # a link to a folder is not followed, as `rglob` did not
+            entry = here / name
+            if name not in passed_over and _is_input_entry(entry):
+                yield entry
+
+
+def neardup_outputs(paths: list[str]) -> list[tuple[str, str]]:
+    """(folder, kind) of every neardup output a folder walk of `paths` passes over (a run
+    stored inside the crawl folder, ...), for the note that says so; never raises."""
+    found: list[tuple[str, str]] = []
+    for path in paths:
+        if is_remote(path) or not os.path.isdir(path):
+            continue
+        for root, dirs, names in os.walk(path):
+            kind = output_kind(Path(root)) if OUTPUT_MARKER in names else None
+            if kind is not None and kind not in _CRAWL_OUTPUTS and root != path:
+                found.append((root, kind))
+                dirs[:] = []
+    return found
 
 
 def _is_input_entry(entry: Path) -> bool:
@@ -387,6 +443,7 @@ def iter_unreadable(path: str) -> Iterator[RawRecord]:
 
 __all__ = [
     "KINDS",
+    "OUTPUT_MARKER",
     "InputError",
     "OnBytes",
     "detect_input_kind",
@@ -394,4 +451,5 @@ __all__ = [
     "input_bytes",
     "iter_record_units",
     "iter_records",
+    "neardup_outputs",
 ]

@@ -10,7 +10,9 @@ Groups are the scan's clusters: a page whose sketch changed goes into the scan's
 touched are clustered again with the scan's rule, and each resulting cluster becomes a group
 whose winner is elected by Ask.com's rule (`groups.elect`). A page sent again with the same
 sketch is tier 1: nothing to do. A page that cannot be sketched for the scan (fewer than
-`min_tokens` words, no shingle) has no cluster in the scan; here it is a group of its own.
+`min_tokens` words, no shingle: `eligibility.enough_words`) has no cluster in the scan; here
+it is a group of its own. A page the eligibility rule leaves out by its URL (a crawler file,
+a URL pattern) never reaches this: `prepare_batch` counts it as skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from neardup.ingest.eligibility import enough_words
 from neardup.service.groups import elect
 from neardup.service.prepare import PreparedBatch
 from neardup.service.storage import _Page
@@ -37,7 +40,7 @@ def compute_batch(
     up and changes state. Returns the report, the page rows and groups to rewrite, and the
     groups to delete."""
     batch = prepared.updates
-    rep = BatchReport(pages=len(batch))
+    rep = BatchReport(pages=len(batch), skipped=len(prepared.skipped))
     dirty: set[str] = set()
     touched: set[int] = set()  # groups that lost members or must elect again
     prev: dict[str, int | None] = {}  # group of each page before the batch moved it
@@ -92,14 +95,14 @@ def compute_batch(
             rep.changed += 1
         else:
             rep.new += 1
-        eligible = length > 0 and sk.n_tokens >= ix.settings.min_tokens
+        eligible = bool(enough_words(sk.n_tokens, length, ix.settings.min_tokens))
         same = (
             was_live
             and not p.redirect_to
             and p.group_id is not None
             and p.signature is not None
             and p.shingle_fp == sk.shingle_fp
-            and (p.n_tokens >= ix.settings.min_tokens) == eligible
+            and bool(enough_words(p.n_tokens, p.length, ix.settings.min_tokens)) == eligible
             and np.array_equal(p.signature, sig)
         )
         if same:

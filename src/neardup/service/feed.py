@@ -12,10 +12,13 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
+from neardup.config import Settings
 from neardup.ingest import extract_page, iter_records
+from neardup.ingest.eligibility import REDIRECT_REASON, page_reason, rule_of
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.service.index import ServiceIndex
 from neardup.service.prepare import prepare_batch
+from neardup.service.storage import DB_NAME
 from neardup.service.updates import PageUpdate
 from neardup.store.outputs import check_no_overlap
 
@@ -26,9 +29,19 @@ def add_files(
     batch: int = 1000,
     links: bool = True,
     workers: int | None = None,
+    include_url: Sequence[str] | None = None,
+    exclude_url: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """Add or update the pages of crawl files (redirects included), `batch` pages per
-    transaction; returns the totals of the applied batches and the index's counts.
+    transaction; returns the totals of the applied batches, the records left out by reason
+    (`skipped: REASON`, and `skipped` in all) and the index's counts.
+
+    A record is added when a scan of the same files would compare it: the one eligibility
+    rule (`ingest/eligibility.py`: record type, crawler files, URL patterns, HTTP status,
+    content type, text), with the index's settings. A 3xx with a Location is sent as a
+    redirect (the scan's link graph follows it too). `include_url`/`exclude_url` set a new
+    index's URL patterns; an existing index keeps its own, and other patterns are refused
+    (`SettingsError`) rather than leave it agreeing with no scan.
 
     With `links`, each added URL's `links_in` becomes the number of distinct pages of these
     files linking to it, sent as one last batch once every file is read (a link can come
@@ -36,25 +49,40 @@ def add_files(
     batches in other processes (default: one per core; 1 sketches in this process)."""
     paths = [str(p) for p in inputs]
     check_no_overlap(store, paths)
+    patterns = {
+        k: tuple(v) for k, v in (("include_url", include_url), ("exclude_url", exclude_url)) if v
+    }
+    new = not (Path(store) / DB_NAME).exists()
     totals: dict[str, float] = {}
+    skipped: Counter[str] = Counter()
     inlinks: Counter[str] = Counter()
     seen: set[str] = set()
-    with ServiceIndex(store) as ix:
+    with ServiceIndex(store, Settings(**patterns) if patterns and new else None) as ix:
+        if patterns:
+            ix.settings.check_same_pages(ix.settings.replace(**patterns))
+        rule = rule_of(ix.settings)
+        cap = ix.settings.max_payload_bytes
 
         def batches() -> Iterator[list[PageUpdate]]:
             pending: list[PageUpdate] = []
-            for rec in iter_records(paths, None, ix.settings.max_payload_bytes):
-                if not rec.url:
+            for rec in iter_records(paths, None, cap):
+                reason = rule.record_reason(rec)
+                update = None
+                if reason == REDIRECT_REASON and rec.url and rec.redirect_to:
+                    update = PageUpdate(rec.url, redirect_to=rec.redirect_to)
+                elif reason is None and not rec.url:
+                    reason = "no URL"  # the index holds pages by their URL
+                elif reason is None and rec.url:
+                    page = extract_page(rec, cap, links=links)
+                    reason = page_reason(page)
+                    if reason is None:
+                        inlinks.update({u.split("#")[0] for u in page.links} - {rec.url})
+                        update = PageUpdate(rec.url, text=page.text)
+                if update is None:
+                    skipped[(reason or "").split(":")[0]] += 1
                     continue
-                if rec.redirect_to:
-                    pending.append(PageUpdate(rec.url, redirect_to=rec.redirect_to))
-                else:
-                    page = extract_page(rec, ix.settings.max_payload_bytes, links=links)
-                    if page.skipped_reason or not page.text:
-                        continue
-                    inlinks.update({u.split("#")[0] for u in page.links} - {rec.url})
-                    pending.append(PageUpdate(rec.url, text=page.text))
-                seen.add(rec.url)
+                pending.append(update)
+                seen.add(update.url)
                 if len(pending) >= batch:
                     yield pending
                     pending = []
@@ -74,4 +102,6 @@ def add_files(
             for i in range(0, len(urls), batch):
                 chunk = urls[i : i + batch]
                 count(ix.apply([PageUpdate(u, links_in=inlinks[u]) for u in chunk]).to_dict())
+        totals["skipped"] = totals.get("skipped", 0) + sum(skipped.values())
+        totals.update({f"skipped: {r}": n for r, n in sorted(skipped.items())})
         return {**totals, **ix.counts()}

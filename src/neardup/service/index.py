@@ -33,6 +33,7 @@ import duckdb
 import numpy as np
 
 from neardup.config import Settings, SettingsError
+from neardup.ingest.eligibility import enough_words
 from neardup.kernels import SIGNATURE_DTYPE, fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.pipeline.steps.near_pairs import url_key
@@ -86,6 +87,7 @@ class ServiceIndex:
             mine = Settings.from_json(stored["settings"])
             if settings is not None:
                 mine.check_compatible(settings)
+                mine.check_same_pages(settings)
                 if settings.threshold != mine.threshold:
                     raise SettingsError(
                         f"threshold: {settings.threshold!r} here, {mine.threshold!r} in the index"
@@ -195,7 +197,7 @@ class ServiceIndex:
                 # A store written before the scan's graph: the signature stands for the set.
                 p.shingle_fp = sfp if sfp is not None else fingerprint64(sig)
                 p.n_tokens = nt if nt is not None else p.length
-                if not removed and p.length and p.n_tokens >= self.settings.min_tokens:
+                if not removed and enough_words(p.n_tokens, p.length, self.settings.min_tokens):
                     graph_pages[url] = (url_key(url), p.shingle_fp, sig_arr)
             self.pages[url] = p
             if gid is not None:
@@ -340,8 +342,8 @@ class ServiceIndex:
     def _neighbours(self, sk: PageSketch) -> list[tuple[str, float]]:
         """Stored pages resembling a sketch by at least τ, with the resemblance: through the
         scan's band index ("bands") or tier 2's row store ("lengths", "lsh")."""
-        if not sk.n_shingles:
-            return []
+        if not enough_words(sk.n_tokens, sk.n_shingles, self.settings.min_tokens):
+            return []  # a text the scan would not compare (no shingle, too few words)
         if self.options.tier2 == "bands":
             return self.scan_graph.similar(sk.signature)
         found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])

@@ -11,11 +11,12 @@ and changes state.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from neardup.config import Settings
+from neardup.ingest.eligibility import rule_of
 from neardup.kernels import canonicalize_packed, fingerprint64, pack_texts, sketch_packed
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.lengths import dim_lengths_packed
@@ -38,19 +39,31 @@ class PageSketch:
 @dataclass
 class PreparedBatch:
     """A batch keyed by URL (the last entry for a URL wins) with the sketch of each page
-    that carries content."""
+    that carries content; `skipped` holds the URLs the eligibility rule leaves out, with
+    the reason, which are not in `updates`."""
 
     updates: dict[str, PageUpdate]
     sketches: dict[str, PageSketch]
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def prepare_batch(updates: Iterable[PageUpdate], settings: Settings, dims: int) -> PreparedBatch:
-    """Key the batch by URL, turn HTML into text, and sketch every content page at once."""
+    """Key the batch by URL, leave out the pages the scan would not compare by their URL
+    (`Eligibility.url_reason`: crawler files, URL patterns; a removal always passes), turn
+    HTML into text, and sketch every content page at once."""
+    rule = rule_of(settings)
     batch: dict[str, PageUpdate] = {}
+    skipped: dict[str, str] = {}
     for u in updates:
         if not u.url:
             raise ServiceError("an update needs a url")
-        batch[u.url] = u
+        reason = None if u.remove else rule.url_reason(u.url)
+        if reason is None:
+            batch[u.url] = u
+            skipped.pop(u.url, None)
+        else:
+            skipped[u.url] = reason
+            batch.pop(u.url, None)
     urls: list[str] = []
     texts: list[str] = []
     for url, u in batch.items():
@@ -83,4 +96,4 @@ def prepare_batch(updates: Iterable[PageUpdate], settings: Settings, dims: int) 
                 lengths=lens[i],
                 key=url_key(url),
             )
-    return PreparedBatch(batch, sketches)
+    return PreparedBatch(batch, sketches, skipped)

@@ -101,6 +101,7 @@ class BatchReport:
     """What one batch did (counts) and how long it took."""
 
     pages: int = 0
+    skipped: int = 0  # pages the eligibility rule left out by their URL (robots.txt, patterns)
     new: int = 0
     changed: int = 0
     tier1: int = 0

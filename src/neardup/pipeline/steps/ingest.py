@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from neardup.config import Settings
 from neardup.ingest import extract_page
 from neardup.ingest.commoncrawl import WAT_REASON
+from neardup.ingest.eligibility import Eligibility, page_reason, rule_of
 from neardup.ingest.readers import iter_record_units
 from neardup.ingest.record import ExtractedPage, RawRecord
 from neardup.ingest.tables import LineBlock, block_records
@@ -72,18 +73,6 @@ class IngestResult:
     formats: Counter[str] = field(default_factory=Counter)
 
 
-def _status_reason(rec: RawRecord, include_error_pages: bool) -> str | None:
-    """Pages that are not successful fetches carry no content worth comparing. (It takes
-    the one setting it reads: workers parsing JSONL blocks apply it too, without Settings.)"""
-    if rec.skipped_reason or rec.status is None or 200 <= rec.status < 300:
-        return None
-    if 300 <= rec.status < 400:
-        return "redirect (HTTP 3xx)"
-    if include_error_pages:
-        return None
-    return f"HTTP status {rec.status}"
-
-
 @dataclass
 class _BatchTables:
     """One batch of records as ready-made Arrow tables, built in the worker so that the main
@@ -125,32 +114,23 @@ def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables
 
 
 # A task for `_extract_task`: a batch of framed records, or a block of JSONL lines; then the
-# payload cap, whether links are wanted, and whether error pages are kept (include_error_pages).
-_Task = tuple["list[RawRecord] | LineBlock", int, bool, bool]
+# payload cap, whether links are wanted, and the eligibility rule (`ingest/eligibility.py`).
+_Task = tuple["list[RawRecord] | LineBlock", int, bool, Eligibility]
 
 
 def _extract_task(task: _Task) -> _BatchTables:
     """The tables of one task, document ids counted from 0 (`_BatchTables.shifted`).
 
-    A block's lines are parsed here, and its records get the status rule `_batches` gives
-    framed records in the reading process."""
-    unit, max_bytes, want_links, include_error_pages = task
+    A block's lines are parsed here, and its records get the eligibility rule `_units`
+    gives framed records in the reading process."""
+    unit, max_bytes, want_links, rule = task
     if isinstance(unit, LineBlock):
         records = block_records(unit, max_bytes)
         for rec in records:
-            _skip_by_status(rec, include_error_pages)
+            rule.mark(rec)
     else:
         records = unit
     return _tables_of(records, 0, max_bytes, want_links)
-
-
-def _skip_by_status(rec: RawRecord, include_error_pages: bool) -> None:
-    """Mark a record that is no successful fetch, and drop a skipped record's bytes."""
-    reason = _status_reason(rec, include_error_pages)
-    if reason:
-        rec.skipped_reason = reason
-    if rec.skipped_reason:
-        rec.payload = None  # nothing to parse: do not ship the bytes to a worker
 
 
 # pages_raw columns copied from the record as they are.
@@ -176,7 +156,7 @@ def _tables_of(
     """Extract every record and build the batch's three tables column by column (a row at
     a time, through dicts, cost as much as a table's whole parse)."""
     pages = [extract_page(rec, max_payload_bytes=max_bytes, links=want_links) for rec in records]
-    reasons = [_reason(page) for page in pages]
+    reasons = [page_reason(page) for page in pages]
     text_ids: list[int] = []
     texts: list[str] = []
     link_src: list[int] = []
@@ -208,13 +188,6 @@ def _tables_of(
         skipped=skipped,
         formats=formats,
     )
-
-
-def _reason(page: ExtractedPage) -> str | None:
-    """Why a page is not sketched: its extraction's reason, or text that is only space."""
-    if page.skipped_reason is None and not (page.text and page.text.strip()):
-        return "empty text"
-    return page.skipped_reason
 
 
 def _pages_batch(
@@ -250,7 +223,9 @@ def _units(
     units: Iterable[RawRecord | LineBlock], settings: Settings
 ) -> Iterator[list[RawRecord] | LineBlock]:
     """Framed records in batches (`_batches`), and each block of JSONL lines on its own, in
-    input order. A record that is no page (`_skip_by_status`) leaves its bytes here."""
+    input order. A record the eligibility rule skips (`Eligibility.mark`) leaves its bytes
+    here."""
+    rule = rule_of(settings)
     batch: list[RawRecord] = []
     size = 0
     for unit in units:
@@ -260,7 +235,7 @@ def _units(
                 batch, size = [], 0
             yield unit
             continue
-        _skip_by_status(unit, settings.include_error_pages)
+        rule.mark(unit)
         batch.append(unit)
         size += len(unit.payload or b"") + len(unit.text or "")
         if len(batch) >= BATCH_RECORDS or size >= BATCH_BYTES:
@@ -369,16 +344,12 @@ def run_ingest(
     read = _Tally()  # input bytes the readers have consumed so far
     units = iter_record_units(inputs, base_url, settings.max_payload_bytes, on_bytes=read)
     read_at: deque[int] = deque()  # bytes read when each batch in flight was framed
+    rule = rule_of(settings)
 
     def tasks() -> Iterator[_Task]:
         for unit in _units(units, settings):
             read_at.append(read.count)
-            yield (
-                unit,
-                settings.max_payload_bytes,
-                settings.extract_links,
-                settings.include_error_pages,
-            )
+            yield (unit, settings.max_payload_bytes, settings.extract_links, rule)
 
     shown = 0  # bytes passed to `advance`
     try:

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.config import Settings
+from neardup.ingest.eligibility import enough_words
 from neardup.kernels import SIGNATURE_DTYPE, CommonShingles, sketch_arrow
 from neardup.kernels.shingles import doc_shingle_counts_arrow
 from neardup.pipeline.executors.local import LocalEngine
@@ -47,7 +48,7 @@ class SketchResult:
     and their shingle-set fingerprints (for collapsing equivalent pages)."""
 
     doc_ids: np.ndarray  # int64, increasing
-    eligible: np.ndarray  # bool: at least `min_tokens` words and one shingle
+    eligible: np.ndarray  # bool: compared (`eligibility.enough_words`)
     shingle_fp: np.ndarray  # int64
     lexical_fp: np.ndarray | None = None  # int64 (the `exact` method's equivalence)
 
@@ -151,7 +152,7 @@ def run_sketch(
             if n_ss:
                 supers.write(row, batch.supershingles)
             doc_index[part] = doc_ids
-            eligible[part] = (batch.n_tokens >= settings.min_tokens) & (batch.n_shingles > 0)
+            eligible[part] = enough_words(batch.n_tokens, batch.n_shingles, settings.min_tokens)
             shingle_fp[part] = batch.shingle_fp
             lexical_fp[part] = batch.lexical_fp
             writer.write_table(

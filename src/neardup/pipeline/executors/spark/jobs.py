@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from neardup.config import Settings, SettingsError
+from neardup.ingest.eligibility import enough_words_sql
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
 from neardup.pipeline.executors.spark.ingest import INGEST_SCHEMA, ingest_partition, inputs_frame
@@ -171,9 +172,7 @@ class SparkJobs:
         self.current_stage = "near"
         settings = self.settings
         spark = self.spark
-        eligible = self.table("sketches").where(
-            f"n_tokens >= {settings.min_tokens} AND n_shingles > 0"
-        )
+        eligible = self.table("sketches").where(enough_words_sql(settings.min_tokens))
         eligible.createOrReplaceTempView("eligible")
         urls = eligible.select("doc_id", "shingle_fp").join(
             self.table("pages_raw").select("doc_id", "url"), "doc_id"
