@@ -20,6 +20,7 @@ from door_server import TOKEN, running, send_streaming
 from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
+from neardup.service.api import WRITES
 from neardup.service.door import allowed_hosts, bind_warning, read_token
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -116,10 +117,8 @@ def test_bad_values_are_422_naming_the_field(base, body, field):
     assert set(r.json()) <= {"detail", "errors"}
 
 
-def test_index_rules_and_deletes_are_422_not_500(base):
+def test_deletes_and_checks_out_of_schema_are_422_not_500(base):
     cases = [
-        ("POST", {"pages": [{"url": "http://a/1", "redirect_to": "http://a/1"}]}, "itself"),
-        ("POST", {"pages": [{"url": "http://new/1", "links_in": 3}]}, "give text"),
         ("DELETE", {"urls": [""]}, "urls.0"),
         ("DELETE", {"urls": []}, "urls"),
         ("DELETE", {"urls": ["\ud800"]}, "urls.0"),
@@ -140,11 +139,63 @@ def _raw_json(body: object) -> bytes:
     return json.dumps(body).encode()
 
 
+def _documented(base: str, method: str, path: str) -> dict[str, dict]:
+    return httpx.get(f"{base}/api/openapi.json").json()["paths"][path][method]["responses"]
+
+
+def test_the_two_rules_the_schema_cannot_state_answer_their_documented_status(base):
+    """`links_in` alone for a URL the index does not hold: 404 (no page to update); a page
+    redirecting to itself: 409. Both keep the schema, so neither may be a 422 (which says it
+    was broken); both are listed for POST /pages; either leaves its whole batch unapplied."""
+    held = {"url": "http://a/held", "text": "a page the index holds from now on " * 3}
+    assert httpx.post(f"{base}/pages", json={"pages": [held]}, headers=AUTH).status_code == 200
+    gone = {"url": "http://a/gone", "text": "a page removed again " * 3}
+    httpx.post(f"{base}/pages", json={"pages": [gone]}, headers=AUTH)
+    httpx.request("DELETE", f"{base}/pages", json={"urls": [gone["url"]]}, headers=AUTH)
+    fresh = {"url": "http://a/fresh", "text": "a new page in the same batch " * 3}
+    cases = [
+        ({"url": "http://new/1", "links_in": 3}, 404, "not in the index"),
+        ({"url": gone["url"], "links_in": 3}, 404, "not in the index"),  # held, but removed
+        ({"url": "http://a/1", "redirect_to": "http://a/1"}, 409, "redirects to itself"),
+    ]
+    for page, status, words in cases:
+        r = httpx.post(f"{base}/pages", json={"pages": [fresh, page]}, headers=AUTH)
+        assert r.status_code == status and words in r.json()["detail"], (page, r.text)
+    assert httpx.get(f"{base}/status", params={"url": fresh["url"]}).status_code == 404
+    broken = {**held, "text": None}  # null is not a text: the schema's refusal stays 422
+    r = httpx.post(f"{base}/pages", json={"pages": [broken]}, headers=AUTH)
+    assert r.status_code == 422 and "text" in r.json()["detail"]
+    update = {"url": held["url"], "links_in": 7}  # the rule kept: a page the index holds
+    assert httpx.post(f"{base}/pages", json={"pages": [update]}, headers=AUTH).status_code == 200
+    listed = _documented(base, "post", "/pages")
+    assert "does not hold" in listed["404"]["description"]
+    assert "itself" in listed["409"]["description"]
+    for status in ("404", "409"):
+        assert listed[status]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/Error"
+        }
+
+
 def test_405_lists_every_method_of_the_path(base):
     r = httpx.put(f"{base}/pages", headers=AUTH)
     assert r.status_code == 405
     assert r.headers["allow"] == "DELETE, POST"
     assert r.json() == {"detail": "Method Not Allowed"}
+    for method, path in (("POST", "/status"), ("TRACE", "/groups/1"), ("DELETE", "/api/docs")):
+        r = httpx.request(method, f"{base}{path}")
+        assert (r.status_code, r.headers.get("allow")) == (405, "GET"), (method, path)
+
+
+def test_every_route_lists_the_doors_refusals(base):
+    """The door may refuse any request (400, 413, 421, 429) and a write (401, 403): each
+    operation of the document lists those it can get, with their headers."""
+    paths = httpx.get(f"{base}/api/openapi.json").json()["paths"]
+    for path, methods in paths.items():
+        for method, op in methods.items():
+            codes = set(op["responses"])
+            assert {"400", "413", "421", "429"} <= codes, (method, path)
+            assert ({"401", "403"} <= codes) == ((method.upper(), path) in WRITES)
+            assert "Retry-After" in op["responses"]["429"]["headers"]
 
 
 def access_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

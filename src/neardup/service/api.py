@@ -5,7 +5,11 @@ Host, rate, token and body size are judged by the shared door (`service/door.py`
 headers, before the app reads a body byte. The request models (`service/api_models.py`) are
 the published schema, and every error, whoever raises it, has the one body `Error`, so the
 OpenAPI document says exactly what the API accepts and answers (checked by a schemathesis
-run in `tests/service/test_openapi_fuzz.py`). The docs page's Swagger UI assets come from
+run in `tests/service/test_openapi_fuzz.py`). The two rules of `POST /pages` that JSON Schema
+cannot state have statuses of their own, listed for the route: 404 for `links_in` alone on
+a URL the index does not hold (the page to update is not there), 409 for a page redirecting
+to itself (the page as sent conflicts with itself). Neither is a 422, which says the request
+breaks its schema: these requests keep it. The docs page's Swagger UI assets come from
 the `fastapi-offline` package, so it works without a CDN.
 """
 
@@ -20,7 +24,6 @@ from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
@@ -37,13 +40,21 @@ from neardup.service.api_models import (
     Url,
     error_responses,
 )
-from neardup.service.door import MAX_BODY, Door, DoorConfig
+from neardup.service.door import (
+    ANY_REQUEST,
+    MAX_BODY,
+    PROTECTED,
+    Door,
+    DoorConfig,
+    refusal_responses,
+)
 from neardup.service.index import ServiceIndex
 from neardup.service.prepare import prepare_batch
-from neardup.service.updates import PageUpdate, ServiceError
+from neardup.service.updates import PageUpdate, SelfRedirect, ServiceError, UnknownPage
 
 WRITES = frozenset({("POST", "/pages"), ("DELETE", "/pages")})
-DOOR = (400, 413, 421, 429)  # what the door may answer to any request
+# The status of each update the index refuses although it keeps the schema (see above).
+REFUSED = {UnknownPage: 404, SelfRedirect: 409}
 bearer = HTTPBearer(auto_error=False, description="the token given to `neardup serve`")
 
 
@@ -69,25 +80,19 @@ def validation_error(_: Request, exc: Exception) -> ErrorResponse:
     return ErrorResponse({"detail": detail, "errors": errors}, status_code=422)
 
 
-def http_error(request: Request, exc: Exception) -> ErrorResponse:
-    """Any HTTPException (404, 405, ...) with the one error body, its headers kept; a 405's
-    `Allow` lists every method of the path, not only the route Starlette tried last."""
+def http_error(_: Request, exc: Exception) -> ErrorResponse:
+    """Any HTTPException (404, 405, ...) with the one error body, its headers kept (a 405's
+    `Allow` is then set by the door to every method of the path)."""
     assert isinstance(exc, HTTPException)
-    headers = dict(exc.headers or {})
-    if exc.status_code == 405:
-        methods = {
-            m
-            for r in request.app.routes
-            if isinstance(r, APIRoute) and r.path_regex.match(request.url.path)
-            for m in r.methods
-        }
-        headers["Allow"] = ", ".join(sorted(methods))
-    return ErrorResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=headers)
+    return ErrorResponse(
+        {"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
+    )
 
 
 def service_error(_: Request, exc: Exception) -> ErrorResponse:
-    """An update the index refuses (a redirect to itself, ...): 422 with its reason."""
-    return ErrorResponse({"detail": str(exc)}, status_code=422)
+    """An update the index refuses, with its reason: 404 or 409 for the two rules the schema
+    cannot state (`REFUSED`), 422 for anything else (a Python caller's bad update)."""
+    return ErrorResponse({"detail": str(exc)}, status_code=REFUSED.get(type(exc), 422))
 
 
 def create_service_app(
@@ -111,6 +116,7 @@ def create_service_app(
         redoc_url=None,
         openapi_url="/api/openapi.json",
         static_url="/api/docs/static",
+        responses=refusal_responses(*ANY_REQUEST),  # the door's, on every route
     )
     app.state.index = ix
     app.add_middleware(
@@ -128,7 +134,10 @@ def create_service_app(
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(ServiceError, service_error)
 
-    @app.get("/status", responses=error_responses(*DOOR, 404, 422))
+    @app.get(
+        "/status",
+        responses=error_responses(404, 422, described={404: "unknown url"}),
+    )
     async def status(url: Annotated[Url, Query(max_length=MAX_URL)]) -> dict[str, Any]:
         """Group, winner and duplicate status of a stored URL."""
         out = await _quick_read(ix, ix.status, url)
@@ -136,7 +145,7 @@ def create_service_app(
             raise HTTPException(404, f"unknown url: {url}")
         return out
 
-    @app.post("/check", responses=error_responses(*DOOR, 422))
+    @app.post("/check", responses=error_responses(422))
     def check(body: Annotated[CheckIn, Body()]) -> dict[str, Any]:
         """Would this text (or html) be a duplicate? Nothing is stored."""
         # not under the lock here: `check` sketches first and locks only to look up
@@ -144,12 +153,23 @@ def create_service_app(
             return ix.check(text=body.text)
         return ix.check(html=body.html)
 
-    writes = {"dependencies": [Depends(bearer)], "responses": error_responses(*DOOR, 401, 403, 422)}
+    token = [Depends(bearer)]  # documents the bearer scheme; the door checks the token
+    refused = refusal_responses(*PROTECTED)
+    rules = {
+        404: "links_in alone for a URL the index does not hold: no page to update",
+        409: "a page redirecting to itself",
+    }
 
-    @app.post("/pages", **writes)
+    @app.post(
+        "/pages",
+        dependencies=token,
+        responses={**refused, **error_responses(404, 409, 422, described=rules)},
+    )
     def add_pages(body: PagesIn) -> dict[str, Any]:
-        """Add or update a batch of pages (one transaction). Each page gives exactly one of
-        text, html or redirect_to, or only links_in for a page the index holds."""
+        """Add or update a batch of pages (one transaction; for a URL given twice, the
+        last entry wins). Each page gives exactly one of text, html or redirect_to, or only
+        links_in for a page the index holds (else 404); a page may not redirect to itself
+        (409). Either refusal leaves the whole batch unapplied."""
         updates = [
             PageUpdate(
                 p.url,
@@ -162,12 +182,15 @@ def create_service_app(
         ]
         return ix.apply(updates).to_dict()
 
-    @app.delete("/pages", **writes)
+    @app.delete("/pages", dependencies=token, responses={**refused, **error_responses(422)})
     def remove_pages(body: RemoveIn) -> dict[str, Any]:
         """Mark pages gone; a winner's group elects a new winner."""
         return ix.apply([PageUpdate(u, remove=True) for u in body.urls]).to_dict()
 
-    @app.get("/groups/{group_id}", responses=error_responses(*DOOR, 404, 422))
+    @app.get(
+        "/groups/{group_id}",
+        responses=error_responses(404, 422, described={404: "unknown group"}),
+    )
     async def group(group_id: Annotated[GroupId, PathParam()]) -> dict[str, Any]:
         """A group: winner, members with their resemblance to it, redirects into it."""
         out = await _quick_read(ix, ix.group, group_id)
@@ -175,7 +198,7 @@ def create_service_app(
             raise HTTPException(404, f"unknown group: {group_id}")
         return out
 
-    @app.get("/", responses=error_responses(*DOOR))
+    @app.get("/")
     def summary() -> dict[str, Any]:
         """The store, its counts and its sketch settings."""
         with ix.lock:

@@ -9,6 +9,7 @@ server agree on what is valid. Body models are strict: `"3"` is not an integer h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import (
@@ -163,17 +164,17 @@ class Error(BaseModel):
     errors: list[FieldError] | None = None
 
 
-def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries with the one error body, for these status codes."""
-    what = {
-        400: "malformed request (bad Content-Length)",
-        401: "missing token",
-        403: "wrong token, or the server has none",
-        404: "not found",
-        413: "body over the server's cap",
-        421: "Host not allowed (DNS rebinding guard)",
-        422: "a field out of its bounds, or an update the index refuses (a redirect to "
-        "itself, links_in alone for a page it does not hold)",
-        429: "rate limit: retry after Retry-After seconds",
-    }
+ANSWERS = {
+    404: "not found",
+    422: "a field out of its bounds, or not of its type (each named in `errors`)",
+}
+
+
+def error_responses(
+    *codes: int, described: Mapping[int, str] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries with the one error body for the app's own answers with
+    these codes, `described` where a route says more than "not found". The door's refusals,
+    any route's, are listed by `door.refusal_responses`."""
+    what = {**ANSWERS, **(described or {})}
     return {c: {"model": Error, "description": what[c]} for c in codes}

@@ -26,7 +26,7 @@ from neardup.ingest.eligibility import enough_words
 from neardup.service.groups import elect
 from neardup.service.prepare import PreparedBatch
 from neardup.service.storage import _Page
-from neardup.service.updates import BatchReport, ServiceError
+from neardup.service.updates import BatchReport, SelfRedirect, ServiceError, UnknownPage
 
 if TYPE_CHECKING:
     from neardup.service.index import ServiceIndex
@@ -75,7 +75,7 @@ def compute_batch(
         p.removed = False
         if u.redirect_to:
             if u.redirect_to == url:
-                raise ServiceError(f"{url} redirects to itself")
+                raise SelfRedirect(f"{url} redirects to itself")
             rep.redirects += 1
             _leave(ix, p, touched, gone)
             ix._set_redirect(p, u.redirect_to)
@@ -88,6 +88,11 @@ def compute_batch(
         if sk is None:
             if was_live and u.links_in is not None:
                 continue  # a popularity update only
+            if u.links_in is not None:
+                raise UnknownPage(
+                    f"{url}: not in the index, so links_in alone has no page to update; "
+                    "give text, html or redirect_to to add it"
+                )
             raise ServiceError(f"{url}: give text, html, redirect_to or remove")
         sig, length = sk.signature, sk.n_shingles
         p.exact_fp = sk.exact_fp

@@ -17,7 +17,9 @@ headers alone, so that a refused request costs the server no body bytes:
 
 Every answer then gets one access-log line (client, method, path, status, bytes, ms) on the
 `neardup.access` logger; the query string and the headers, hence the token, are never logged.
-Refusals use the apps' one error body, `{"detail": "..."}`.
+Refusals use the apps' one error body, `{"detail": "..."}`, and `refusal_responses` declares
+them in each app's OpenAPI document. A 405 leaving either app gets here the `Allow` header
+RFC 9110 requires, naming every method routed for its path (`allowed_methods`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 from limits import parse
 from limits.storage import MemoryStorage
 from limits.strategies import SlidingWindowCounterRateLimiter
+from starlette.routing import Match
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,6 +54,28 @@ ACCESS_LOG = logging.getLogger("neardup.access")
 # the API takes (8192 characters, up to 12 bytes each once percent-encoded), so such a request
 # reaches the app's 422 rather than uvicorn's plain-text 400.
 UVICORN_OPTIONS: dict[str, Any] = {"http": "h11", "h11_max_incomplete_event_size": 128 * 1024}
+# What the door may answer: any request (ANY_REQUEST), and a protected one (PROTECTED); the apps
+# list these in their OpenAPI documents through `refusal_responses`.
+ANY_REQUEST = (400, 413, 421, 429)
+PROTECTED = (401, 403)
+REFUSALS: dict[int, str] = {
+    400: "malformed request (bad Content-Length)",
+    401: "missing token",
+    403: "wrong token, or the server has none",
+    413: "body over the server's cap",
+    421: "Host not allowed (DNS rebinding guard)",
+    429: "rate limit: retry after Retry-After seconds",
+}
+REFUSAL_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "the scheme to use", "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}},
+}
+ERROR_BODY: dict[str, Any] = {
+    "title": "Refusal",
+    "type": "object",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
+}
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,32 @@ class DoorConfig:
     hosts: Collection[str] = ()
     rate: str | None = None
     access_log: bool = True
+
+
+def refusal_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries for the door's answers with these codes. The body schema
+    is written out in full (no model, no `$ref`), so that it stays `application/json` on a
+    route whose own answers are HTML, where FastAPI would file a model under `text/html`."""
+    return {
+        c: {
+            "description": REFUSALS[c],
+            "content": {"application/json": {"schema": ERROR_BODY}},
+            **({"headers": REFUSAL_HEADERS[c]} if c in REFUSAL_HEADERS else {}),
+        }
+        for c in codes
+    }
+
+
+def allowed_methods(scope: Scope) -> list[str]:
+    """Every method the app routes for this request's path: the `Allow` of a 405 (RFC 9110
+    §15.5.6). Starlette's own names only the first route whose path matched (`PUT /pages`
+    got `POST`, not `DELETE, POST`), and an app's error handler may drop it altogether."""
+    methods: set[str] = set()
+    for route in getattr(scope.get("app"), "routes", ()):
+        routed = getattr(route, "methods", None)
+        if routed and route.matches(scope)[0] is not Match.NONE:
+            methods |= routed
+    return sorted(methods)
 
 
 def is_loopback(host: str) -> bool:
@@ -149,6 +200,8 @@ class Door:
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 sent["status"] = message["status"]
+                if message["status"] == 405:
+                    message = _with_allow(message, scope)
             elif message["type"] == "http.response.body":
                 sent["bytes"] += len(message.get("body", b""))
             await send(message)
@@ -236,6 +289,16 @@ class Door:
         if not hmac.compare_digest(given.encode(), token.encode()):
             return 403, "wrong token", {}
         return None
+
+
+def _with_allow(start: Message, scope: Scope) -> Message:
+    """A 405's `http.response.start` with `Allow` set to every method of its path."""
+    methods = allowed_methods(scope)
+    if not methods:
+        return start  # no route to ask (not an app's 405): leave what it said
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"allow"]
+    headers.append((b"allow", ", ".join(methods).encode("latin-1")))
+    return {**start, "headers": headers}
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -20,6 +20,18 @@ class ServiceError(ValueError):
     """A request the index cannot honour (bad update, unknown group)."""
 
 
+class UnknownPage(ServiceError):
+    """`links_in` alone for a URL the index does not hold (or holds as removed): there is no
+    page to update. Its own class so the HTTP API can answer 404, the status its document
+    lists for it: JSON Schema cannot say "a URL the index holds"."""
+
+
+class SelfRedirect(ServiceError):
+    """A page redirecting to itself, which would make it its own target. Its own class so
+    the HTTP API can answer 409 (the page as sent conflicts with the redirect it states):
+    JSON Schema cannot compare two fields of one object."""
+
+
 @dataclass(frozen=True)
 class ServiceOptions:
     """Choices of the service that do not change sketches.

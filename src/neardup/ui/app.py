@@ -21,7 +21,14 @@ from neardup.linkgraph.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIE
 from neardup.linkgraph.mirrors import MIRRORS_FILE
 from neardup.linkgraph.rollup import rollup
 from neardup.report.templates import environment
-from neardup.service.door import Door, DoorConfig
+from neardup.service.door import (
+    ANY_REQUEST,
+    ERROR_BODY,
+    PROTECTED,
+    Door,
+    DoorConfig,
+    refusal_responses,
+)
 from neardup.ui import queries as q
 from neardup.ui.diff import word_diff
 from neardup.ui.store import RunStore
@@ -53,6 +60,13 @@ def _offset(page: int) -> int:
     return (page - 1) * q.PAGE_SIZE
 
 
+def _missing(what: str, html: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI entry of a route's 404: the error page for an HTML view, the JSON error
+    body (`{"detail": ...}`) for the API, as the exception handler answers each."""
+    media, schema = ("text/html", {"type": "string"}) if html else ("application/json", ERROR_BODY)
+    return {404: {"description": what, "content": {media: {"schema": schema}}}}
+
+
 def create_app(
     run: str | Path,
     cache: str | Path | None = None,
@@ -74,6 +88,8 @@ def create_app(
         redoc_url=None,
         openapi_url="/api/openapi.json",
         static_url="/api/docs/static",
+        # the door's refusals, on every route (401/403 when a token protects them all)
+        responses=refusal_responses(*ANY_REQUEST, *(PROTECTED if token else ())),
     )
     app.state.store = store
     app.add_middleware(
@@ -91,7 +107,9 @@ def create_app(
     @app.exception_handler(StarletteHTTPException)
     async def not_found(request: Request, exc: StarletteHTTPException) -> Response:
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+            return JSONResponse(
+                {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+            )
         return _render("error.html.j2", request, exc.status_code, message=exc.detail, title="error")
 
     # -- data, shared by the HTML views and the API ------------------------------------
@@ -167,12 +185,14 @@ def create_app(
             "search.html.j2", request, title="search", q=q_, field=field, results=results, page=page
         )
 
-    @app.get("/cluster/{cluster_id}", response_class=HTMLResponse)
+    @app.get(
+        "/cluster/{cluster_id}", response_class=HTMLResponse, responses=_missing("no cluster", True)
+    )
     def cluster_view(request: Request, cluster_id: int, page: PageNo = 1) -> HTMLResponse:
         data = cluster_data(cluster_id, page)
         return _render("cluster.html.j2", request, title=f"cluster {cluster_id}", page=page, **data)
 
-    @app.get("/page/{doc_id}", response_class=HTMLResponse)
+    @app.get("/page/{doc_id}", response_class=HTMLResponse, responses=_missing("no page", True))
     def page_view(request: Request, doc_id: int) -> HTMLResponse:
         with store.cursor() as cur:
             row = q.page(cur, doc_id)
@@ -188,7 +208,7 @@ def create_app(
             text_len=len(text or ""),
         )
 
-    @app.get("/diff", response_class=HTMLResponse)
+    @app.get("/diff", response_class=HTMLResponse, responses=_missing("no compared text", True))
     def diff_view(request: Request, a: int, b: int) -> HTMLResponse:
         data = diff_data(a, b)
         return _render(
@@ -216,7 +236,11 @@ def create_app(
             "collections.html.j2", request, title="collections", collections=rows, page=page
         )
 
-    @app.get("/collection/{cid}", response_class=HTMLResponse)
+    @app.get(
+        "/collection/{cid}",
+        response_class=HTMLResponse,
+        responses=_missing("no collection cluster", True),
+    )
     def collection_view(
         request: Request, cid: int, copy: int | None = None, page: PageNo = 1
     ) -> HTMLResponse:
@@ -266,11 +290,11 @@ def create_app(
         with store.cursor() as cur:
             return q.largest_clusters(cur, q.PAGE_SIZE, _offset(page)).to_dict()
 
-    @app.get("/api/cluster/{cluster_id}")
+    @app.get("/api/cluster/{cluster_id}", responses=_missing("no cluster"))
     def api_cluster(cluster_id: int, page: PageNo = 1) -> dict[str, Any]:
         return cluster_data(cluster_id, page)
 
-    @app.get("/api/page/{doc_id}")
+    @app.get("/api/page/{doc_id}", responses=_missing("no page"))
     def api_page(doc_id: int) -> dict[str, Any]:
         with store.cursor() as cur:
             row = q.page(cur, doc_id)
@@ -278,7 +302,7 @@ def create_app(
             raise HTTPException(404, f"no page {doc_id}")
         return row
 
-    @app.get("/api/diff")
+    @app.get("/api/diff", responses=_missing("no compared text for a or b"))
     def api_diff(a: int, b: int) -> dict[str, Any]:
         data = diff_data(a, b)
         data.pop("_diff")
