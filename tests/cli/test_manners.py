@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -198,13 +199,58 @@ def test_add_speaks_json_and_tsv(demo_crawl, tmp_path) -> None:
     code, out = _run("add", store, str(demo_crawl.warc_paths[0]), "--json")
     assert code == 0
     totals = json.loads(out)
-    assert totals["pages"] > 0
+    assert totals["index_pages"] > 0 and totals["new_pages"] > 0
     code, out = _run("add", store, str(demo_crawl.warc_paths[0]))
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "what\tvalue"
     again = dict(line.split("\t") for line in lines[1:])
-    assert int(again["pages"]) == totals["pages"]  # the same page set, sent again
+    assert int(again["index_pages"]) == totals["index_pages"]  # the same page set, sent again
+    assert int(again["new_pages"]) == 0
+    assert int(again["resent_pages"]) == int(again["unchanged_pages"]) == totals["new_pages"]
+
+
+INTERNAL_NAMES = ("tier1", "tier2", "tier2_all_pairs", "repaired", "recomputed", "comparisons")
+
+
+def test_add_reports_in_plain_words(demo_crawl, tmp_path, monkeypatch) -> None:
+    """`add`'s report names what it counts, on a terminal, on a pipe and in JSON: none of
+    the index's internal counter names, the skips by reason, and the same figures in all."""
+    import io
+
+    from rich.console import Console
+
+    from neardup.cli import output
+    from neardup.cli.service import ADD_REPORT
+
+    store = str(tmp_path / "idx")
+    code, out = _run("add", store, *map(str, demo_crawl.warc_paths), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert list(report) == [key for key, _, _ in ADD_REPORT]
+    assert report["skipped"] == sum(report["skipped_by_reason"].values()) > 0
+    assert report["skipped_by_reason"]["HTTP status 404"] > 0
+    counts = list(report["skipped_by_reason"].values())
+    assert counts == sorted(counts, reverse=True)
+    assert not set(report) & set(INTERNAL_NAMES)
+    assert report["new_pages"] == report["compared_pages"] > 0
+
+    code, out = _run("add", store, str(demo_crawl.warc_paths[0]))
+    assert code == 0
+    keys = [line.split("\t")[0] for line in out.splitlines()[1:]]
+    assert not set(keys) & set(INTERNAL_NAMES)
+    assert "index_duplicate_groups" in keys and "skipped_by_reason.HTTP status 404" in keys
+
+    buffer = io.StringIO()
+    terminal = Console(file=buffer, force_terminal=True, width=100, color_system=None)
+    monkeypatch.setattr(output, "out_console", terminal)
+    code, _ = _run("add", store, str(demo_crawl.warc_paths[0]))
+    assert code == 0
+    shown = buffer.getvalue()
+    for label in ("new pages", "pages in the index", "groups of two or more pages", "time"):
+        assert f"│ {label} " in shown
+    assert "skipped: HTTP status 404" in shown
+    assert not any(re.search(rf"\b{name}\b", shown) for name in INTERNAL_NAMES)
 
 
 def test_rollup_to_a_pipe_is_one_whole_row_per_url(demo_run, tmp_path) -> None:

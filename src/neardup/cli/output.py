@@ -124,7 +124,8 @@ def emit_table(
     from rich import box
     from rich.table import Table
 
-    cells = [[_terminal_cell(v) for v in row] for row in (terminal_rows or rows)]
+    shown = terminal_rows if terminal_rows is not None else rows
+    cells = [[_terminal_cell(v) for v in row] for row in shown]
     compact, widths = _layout(out_console.width, columns, cells, right)
     style: dict[str, Any] = (
         {"box": box.SIMPLE_HEAD, "show_edge": False, "pad_edge": False, "collapse_padding": True}

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -98,19 +99,27 @@ def register(app: typer.Typer) -> None:
         from neardup.service.feed import add_files
         from neardup.store.outputs import OutputError
 
+        started = time.perf_counter()
         try:
             patterns = url_patterns(include_url, exclude_url)
             totals = add_files(store, inputs, batch, links, workers, **patterns)
         except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
             fail(str(err))
+        report = add_report(totals, time.perf_counter() - started)
         if json_out:
-            out_console.print_json(json.dumps(totals))
+            out_console.print_json(json.dumps(report))
             return
-        rows: list[list[object]] = [[key, value] for key, value in totals.items()]
-        shown = [
-            [key, f"{value:.1f}" if isinstance(value, float) else f"{value:,}"]
-            for key, value in totals.items()
-        ]
+        rows: list[list[object]] = []
+        shown: list[list[str]] = []
+        for key, label, _ in ADD_REPORT:
+            if key == "skipped_by_reason":
+                for reason, n in report[key].items():
+                    rows.append([f"{key}.{reason}", n])
+                    shown.append([f"  skipped: {reason}", f"{n:,}"])
+            else:
+                value = report[key]
+                rows.append([key, value])
+                shown.append([label, f"{value:.1f}s" if key == "seconds" else f"{value:,}"])
         emit_table(f"neardup add → {store}", ["what", "value"], rows, frozenset({"value"}), shown)
 
 
@@ -122,3 +131,40 @@ def _writes(token: str | None) -> str:
             "(give --token, --token-file or $NEARDUP_TOKEN to accept writes)"
         )
     return "writes (POST and DELETE /pages) need the header Authorization: Bearer <token>"
+
+
+# `add`'s report, in its order: (key in --json and on a pipe, label on a terminal, the
+# figure of `add_files`' totals it shows). The totals carry the index's own counter names
+# (tier1, tier2, recomputed, ...) and some that no longer count anything (tier2_all_pairs,
+# repaired); these are the figures a user can act on, named for what they count.
+ADD_REPORT: tuple[tuple[str, str, str], ...] = (
+    ("new_pages", "new pages", "new"),
+    ("resent_pages", "pages already in the index, sent again", "changed"),
+    ("unchanged_pages", "  of which unchanged (same sketch: nothing to redo)", "tier1"),
+    ("compared_pages", "pages compared with the index", "tier2"),
+    ("pair_comparisons", "page pairs compared", "comparisons"),
+    ("groups_updated", "groups updated", "groups_touched"),
+    ("components_reclustered", "components of the pair graph clustered again", "recomputed"),
+    ("skipped", "records skipped (not pages a scan compares)", "skipped"),
+    ("skipped_by_reason", "", "skipped: "),  # one row per reason, commonest first
+    ("index_pages", "pages in the index", "pages"),
+    ("index_redirects", "redirects in the index", "redirects"),
+    ("index_groups", "groups in the index", "groups"),
+    ("index_duplicate_groups", "groups of two or more pages", "duplicate_groups"),
+    ("seconds", "time", ""),
+)
+
+
+def add_report(totals: dict[str, float], seconds: float) -> dict[str, Any]:
+    """`add_files`' totals as `add` reports them (`ADD_REPORT`): integers, the skips by
+    reason as one mapping, and `seconds` the whole command's time."""
+    report: dict[str, Any] = {}
+    for key, _, source in ADD_REPORT:
+        if key == "skipped_by_reason":
+            skips = {k[len(source) :]: int(v) for k, v in totals.items() if k.startswith(source)}
+            report[key] = dict(sorted(skips.items(), key=lambda kv: (-kv[1], kv[0])))
+        elif key == "seconds":
+            report[key] = round(seconds, 3)
+        else:
+            report[key] = int(totals.get(source, 0))
+    return report
