@@ -3,6 +3,7 @@ settings, and the folder walk that passes over neardup's own outputs."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -146,3 +147,21 @@ def test_a_dedup_output_s_archives_are_read_not_its_lists(demo_crawl, tmp_path):
     scan_and_deduplicate([str(demo_crawl.warc_paths[0])], clean, workers=1)
     got = expand_inputs([str(clean)])
     assert [p for p, _ in got] == [str(clean / demo_crawl.warc_paths[0].name)]
+
+
+def test_jsonl_rows_parsed_in_the_workers_get_the_rule(tmp_path):
+    text = "a page of text long enough to be compared with another page of the same text"
+    rows = [
+        {"url": "https://a.example/robots.txt", "text": text},
+        {"url": "https://b.example/robots.txt", "text": text},
+        {"url": "https://a.example/print/1", "text": text},
+        {"url": "https://a.example/1", "text": text},
+        {"url": "https://b.example/1", "text": text},
+    ]
+    path = tmp_path / "pages.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    settings = Settings(exclude_url=("/print/",))
+    run = neardup.scan([str(path)], tmp_path / "run", settings=settings, workers=2)
+    reasons = pq.read_table(run.path / "pages.parquet").column("skipped_reason").to_pylist()
+    assert reasons == ["crawler file (robots.txt)"] * 2 + [EXCLUDED_REASON, None, None]
+    assert run.summary["clusters"] == 1
