@@ -163,3 +163,22 @@ def test_clusters_in_a_real_80_column_terminal(demo_run) -> None:
     assert all(re.search(r"https?://\S+", row) for row in rows)
     # a URL that went on over the next line would leave part of it on a row of its own
     assert not any(re.search(r"\.html\b", line) and not re.search(r"://", line) for line in lines)
+
+
+def test_an_empty_rollup_says_none_found(demo_run, terminal, tmp_path, monkeypatch) -> None:
+    """`rollup` prints its own list on a terminal, and says none found as the tables do."""
+    from neardup.cli import linkgraph
+
+    monkeypatch.setattr(linkgraph, "out_console", output.out_console)
+    empty = tmp_path / "ranked.txt"
+    empty.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(app, ["rollup", str(demo_run.path), str(empty)])
+    assert result.exit_code == 0, result.output
+    assert terminal().strip() == "rolled-up results: none found"
+
+
+def test_an_empty_rollup_on_a_pipe_is_the_header_alone(demo_run, tmp_path) -> None:
+    empty = tmp_path / "ranked.txt"
+    empty.write_text("", encoding="utf-8")
+    result = CliRunner().invoke(app, ["rollup", str(demo_run.path), str(empty)])
+    assert result.exit_code == 0 and result.output == "rank\turl\trole\tgroup\ttitle\n"

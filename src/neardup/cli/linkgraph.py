@@ -286,6 +286,8 @@ def rollup_command(
                 rows += [[e.rank, url, kind, e.group, None] for url in urls]
         emit_table("rolled-up results", ["rank", "url", "role", "group", "title"], rows)
         return
+    if not entries:  # as emit_table says it for the other commands
+        out_console.print("rolled-up results: none found", highlight=False)
     for e in entries:
         title = f" [dim]{escape(e.title)}[/]" if e.title else ""
         tag = "" if e.known else " [yellow](not in the crawl)[/]"
