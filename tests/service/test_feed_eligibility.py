@@ -160,3 +160,18 @@ def test_cli_patterns_and_one_line_refusals(inputs, tmp_path):
     result = runner.invoke(app, ["add", store, inputs[-1], "--include-url", "site1"])
     assert result.exit_code == 2
     assert "include_url" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_check_looks_a_text_up_whatever_the_url_patterns(tmp_path):
+    # A looked-up text has no URL: the patterns, which choose stored pages, do not apply.
+    text = " ".join(f"word{i}" for i in range(60))
+    with ServiceIndex(tmp_path / "store", Settings(include_url=("^https://a\\.example/",))) as ix:
+        report = ix.apply(
+            [
+                PageUpdate("https://a.example/1", text=text),
+                PageUpdate("https://b.example/1", text=text),
+            ]
+        )
+        assert report.skipped == 1 and set(ix.pages) == {"https://a.example/1"}
+        found = ix.check(text=text)
+        assert found["is_duplicate"] and found["matches"][0]["url"] == "https://a.example/1"

@@ -93,7 +93,7 @@ def add_files(
             for k, v in report.items():
                 totals[k] = totals.get(k, 0) + v
 
-        sketch = partial(prepare_batch, settings=ix.settings, dims=ix.options.dims)
+        sketch = partial(prepare_batch, settings=ix.settings, dims=ix.options.dims, by_url=True)
         with LocalEngine(workers, window_per_worker=1) as engine:
             for prepared in engine.map(sketch, batches()):
                 count(ix.apply_prepared(prepared).to_dict())

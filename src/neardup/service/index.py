@@ -369,7 +369,8 @@ class ServiceIndex:
         """Apply one batch as one transaction; on any error nothing of it remains."""
         t0 = time.perf_counter()
         # Parsing and sketching need no state: done before the lock, for the whole batch.
-        return self.apply_prepared(prepare_batch(updates, self.settings, self.options.dims), t0)
+        prepared = prepare_batch(updates, self.settings, self.options.dims, by_url=True)
+        return self.apply_prepared(prepared, t0)
 
     def apply_prepared(self, prepared: PreparedBatch, t0: float | None = None) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's

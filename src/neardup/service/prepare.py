@@ -47,17 +47,22 @@ class PreparedBatch:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def prepare_batch(updates: Iterable[PageUpdate], settings: Settings, dims: int) -> PreparedBatch:
-    """Key the batch by URL, leave out the pages the scan would not compare by their URL
-    (`Eligibility.url_reason`: crawler files, URL patterns; a removal always passes), turn
-    HTML into text, and sketch every content page at once."""
-    rule = rule_of(settings)
+def prepare_batch(
+    updates: Iterable[PageUpdate], settings: Settings, dims: int, by_url: bool = False
+) -> PreparedBatch:
+    """Key the batch by URL, turn HTML into text, and sketch every content page at once.
+
+    With `by_url` (a batch of pages to store: `ServiceIndex.apply`, `neardup add`), leave
+    out the pages the scan would not compare by their URL (`Eligibility.url_reason`:
+    crawler files, URL patterns; a removal always passes); without, every update is
+    sketched (a text to look up, whose key is no page's URL)."""
+    rule = rule_of(settings) if by_url else None
     batch: dict[str, PageUpdate] = {}
     skipped: dict[str, str] = {}
     for u in updates:
         if not u.url:
             raise ServiceError("an update needs a url")
-        reason = None if u.remove else rule.url_reason(u.url)
+        reason = None if u.remove or rule is None else rule.url_reason(u.url)
         if reason is None:
             batch[u.url] = u
             skipped.pop(u.url, None)
