@@ -43,7 +43,8 @@ def base(ui_run):
         yield url
 
 
-def _fuzz(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _fuzz(url: str, cwd: Path, *args: str, examples: int = 20) -> subprocess.CompletedProcess[str]:
+    """`st run` with every check; run in `cwd`, where it keeps its cache (not the repo)."""
     cmd = [
         sys.executable,
         "-m",
@@ -55,19 +56,19 @@ def _fuzz(url: str, *args: str) -> subprocess.CompletedProcess[str]:
         "--phases",
         "examples,coverage,fuzzing,stateful",
         "--max-examples",
-        os.environ.get("NEARDUP_FUZZ_EXAMPLES", "20"),
+        os.environ.get("NEARDUP_FUZZ_EXAMPLES", str(examples)),
         "--seed",
         os.environ.get("NEARDUP_FUZZ_SEED", "1"),
         *args,
     ]
     env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=cwd)
 
 
 @pytest.mark.timeout(300)
-def test_schemathesis_finds_nothing(base, caplog: pytest.LogCaptureFixture) -> None:
+def test_schemathesis_finds_nothing(base, tmp_path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="neardup.access")
-    done = _fuzz(base)
+    done = _fuzz(base, tmp_path)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
     paths = httpx.get(f"{base}/api/openapi.json").json()["paths"]
@@ -80,11 +81,11 @@ def test_schemathesis_finds_nothing(base, caplog: pytest.LogCaptureFixture) -> N
 
 
 @pytest.mark.timeout(300)
-def test_schemathesis_finds_nothing_with_a_token(ui_run) -> None:
+def test_schemathesis_finds_nothing_with_a_token(ui_run, tmp_path) -> None:
     """With a token every request needs it: the document then lists 401 and 403 as well."""
     with serving(create_app(ui_run, token=TOKEN)) as url:
         doc = httpx.get(f"{url}/api/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
-        done = _fuzz(url, "-H", f"Authorization: Bearer {TOKEN}", "--max-examples", "5")
+        done = _fuzz(url, tmp_path, "-H", f"Authorization: Bearer {TOKEN}", examples=5)
         refused = httpx.get(f"{url}/api/summary")
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     for op in (m for methods in doc.json()["paths"].values() for m in methods.values()):
