@@ -175,3 +175,14 @@ def test_check_looks_a_text_up_whatever_the_url_patterns(tmp_path):
         assert report.skipped == 1 and set(ix.pages) == {"https://a.example/1"}
         found = ix.check(text=text)
         assert found["is_duplicate"] and found["matches"][0]["url"] == "https://a.example/1"
+
+
+def test_cli_add_chooses_crawler_files_for_a_new_store_only(inputs, tmp_path):
+    store = str(tmp_path / "store")
+    args = ["add", store, inputs[-1], "--include-crawler-files", "--workers", "1"]
+    assert runner.invoke(app, args).exit_code == 0
+    with ServiceIndex(store) as ix:
+        assert "https://www.site0.example/robots.txt" in ix.pages
+    result = runner.invoke(app, ["add", store, inputs[-1], "--no-include-crawler-files"])
+    assert result.exit_code == 2 and "include_crawler_files" in result.output
+    assert runner.invoke(app, ["add", store, inputs[-1], "--workers", "1"]).exit_code == 0

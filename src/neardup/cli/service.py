@@ -79,6 +79,16 @@ def register(app: typer.Typer) -> None:
         ] = None,
         include_url: IncludeUrl = None,
         exclude_url: ExcludeUrl = None,
+        include_crawler_files: Annotated[
+            bool | None,
+            typer.Option(
+                "--include-crawler-files/--no-include-crawler-files",
+                help="a new store compares a crawler's own files (robots.txt, sitemaps, ...) "
+                "or not (the default, as scan); an existing store keeps its own and refuses "
+                "the other",
+                show_default=False,
+            ),
+        ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="print the totals as JSON")] = False,
     ) -> None:
         """Add or update pages from crawl files (redirects included), batch by batch.
@@ -102,6 +112,7 @@ def register(app: typer.Typer) -> None:
         started = time.perf_counter()
         try:
             patterns = url_patterns(include_url, exclude_url)
+            patterns["include_crawler_files"] = include_crawler_files
             totals = add_files(store, inputs, batch, links, workers, **patterns)
         except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
             fail(str(err))

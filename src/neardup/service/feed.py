@@ -31,6 +31,7 @@ def add_files(
     workers: int | None = None,
     include_url: Sequence[str] | None = None,
     exclude_url: Sequence[str] | None = None,
+    include_crawler_files: bool | None = None,
 ) -> dict[str, float]:
     """Add or update the pages of crawl files (redirects included), `batch` pages per
     transaction; returns the totals of the applied batches, the records left out by reason
@@ -39,9 +40,9 @@ def add_files(
     A record is added when a scan of the same files would compare it: the one eligibility
     rule (`ingest/eligibility.py`: record type, crawler files, URL patterns, HTTP status,
     content type, text), with the index's settings. A 3xx with a Location is sent as a
-    redirect (the scan's link graph follows it too). `include_url`/`exclude_url` set a new
-    index's URL patterns; an existing index keeps its own, and other patterns are refused
-    (`SettingsError`) rather than leave it agreeing with no scan.
+    redirect (the scan's link graph follows it too). `include_url`/`exclude_url` and
+    `include_crawler_files` set a new index's rule; an existing index keeps its own, and
+    another is refused (`SettingsError`) rather than leave it agreeing with no scan.
 
     With `links`, each added URL's `links_in` becomes the number of distinct pages of these
     files linking to it, sent as one last batch once every file is read (a link can come
@@ -49,9 +50,11 @@ def add_files(
     batches in other processes (default: one per core; 1 sketches in this process)."""
     paths = [str(p) for p in inputs]
     check_no_overlap(store, paths)
-    patterns = {
+    patterns: dict[str, object] = {
         k: tuple(v) for k, v in (("include_url", include_url), ("exclude_url", exclude_url)) if v
     }
+    if include_crawler_files is not None:
+        patterns["include_crawler_files"] = include_crawler_files
     new = not (Path(store) / DB_NAME).exists()
     totals: dict[str, float] = {}
     skipped: Counter[str] = Counter()
