@@ -27,6 +27,7 @@ from neardup.cli.door import (
     run_server,
 )
 from neardup.cli.output import fail, out_console, require_extra
+from neardup.cli.progress import RichProgress, show_progress
 from neardup.store import RunError
 from neardup.store.outputs import OutputError
 
@@ -95,13 +96,15 @@ def ui_command(
     if secret is None and not is_loopback(host):
         fail(f"--host {host} reaches other machines: give --token, --token-file or $NEARDUP_TOKEN")
     try:
-        app = create_app(
-            run,
-            token=secret,
-            hosts=allowed_hosts(host, allow_host or ()),
-            rate=rate_or_none(rate_limit),
-            access_log=access_log,
-        )
+        with RichProgress(enabled=show_progress(False)) as progress:  # the search index, once
+            app = create_app(
+                run,
+                token=secret,
+                hosts=allowed_hosts(host, allow_host or ()),
+                rate=rate_or_none(rate_limit),
+                access_log=access_log,
+                progress=progress,
+            )
     except RunError as err:
         fail(str(err))
     check_port(host, port)

@@ -20,6 +20,7 @@ from neardup.api import resemblance
 from neardup.linkgraph.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIES_FILE
 from neardup.linkgraph.mirrors import MIRRORS_FILE
 from neardup.linkgraph.rollup import rollup
+from neardup.pipeline.progress import Progress
 from neardup.report.templates import environment
 from neardup.service.door import (
     ANY_REQUEST,
@@ -75,13 +76,15 @@ def create_app(
     hosts: Collection[str] = (),
     rate: str | None = None,
     access_log: bool = True,
+    progress: Progress | None = None,
 ) -> FastAPI:
     """The FastAPI application serving `run` (a finished scan directory).
 
     Behind the service's door (`service/door.py`): only loopback names and `hosts` in
     `Host`; with a `token`, every request needs it, as a bearer token or as the password
-    of HTTP Basic auth (which a browser asks for); `rate` limits each client."""
-    store = RunStore(run, cache)
+    of HTTP Basic auth (which a browser asks for); `rate` limits each client. The first
+    open of a run builds its search index, reported to `progress`."""
+    store = RunStore(run, cache, progress)
     app = FastAPIOffline(
         title="neardup",
         docs_url="/api/docs",
@@ -116,7 +119,7 @@ def create_app(
     def search_data(text: str, field: str | None, page: int, limit: int = q.PAGE_SIZE) -> q.Page:
         where = field if field in ("url", "text") else q.guess_field(text)
         with store.cursor() as cur:
-            return q.search(cur, text, where, limit, (page - 1) * limit)
+            return q.search(cur, store.search_index, text, where, limit, (page - 1) * limit)
 
     def cluster_data(cluster_id: int, page: int) -> dict[str, Any]:
         with store.cursor() as cur:

@@ -1,0 +1,296 @@
+"""The web UI's word search: a SQLite FTS5 index of a run's pages, built once per run.
+
+Why an index: the search used to be ILIKE over `page_text`, which reads every text of the
+run for a query whose words are rare or never together: 12 to 33 s at a million pages. An
+inverted index answers in milliseconds, and FTS5 comes with Python's `sqlite3` (no download,
+no service). Measured on 1 M web-like pages (docs/benchmarks.md): `unicode61` with
+`detail=full` indexes 2.65 GB of text in about two minutes into a file about 0.75 times the
+text; the `trigram` tokenizer, which would have kept ILIKE's any-substring matching, indexed
+7 times slower into a file 4 times the text, so search matches words, as search engines do:
+
+- a query word matches the same word in the text, whatever its case: letters and digits
+  make words, everything else separates them (`unicode61`, accents kept, so "café" is not
+  "cafe"); a query word holding separators ("tarfile.open", "e-mail") matches those words
+  one after the other (a phrase);
+- a word ending in `*` matches the words that start with it ("sock*": socket, sockets);
+- a page matches when its text holds every word; words with no letter or digit are ignored;
+- the pages whose title holds every word come first (those whose URL holds them too before
+  the others), then those whose URL does, then the rest, each group in crawl order
+  (`doc_id`): the order of the ILIKE search before it, stable for paging, and needing no
+  scoring of every hit (a common word at a million pages would take seconds to rank).
+
+`words()` is that tokenisation in Python, the reference the tests compare the index with.
+
+The index is built when a run is first opened in the UI (`ensure_index`, with a progress
+callback), written to a hidden temporary name beside its final one and renamed into place
+once complete, so a killed build never leaves a half index under the name that is read. It
+records a stamp of what it was built from (the text and pages files' sizes and times and the
+run's summary); an index whose stamp differs, or that cannot be read, is rebuilt. It lives in
+the run directory, or when that is read-only, in neardup's cache folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from neardup.pipeline.char_table_cache import cache_dir
+from neardup.pipeline.progress import Progress, SilentProgress
+
+INDEX_NAME = "search-index.sqlite"
+FORMAT = "1"  # change when the schema, tokenizer or what is indexed changes: forces a rebuild
+TOKENIZE = "unicode61 remove_diacritics 0"
+BUILD_BATCH = 2048  # rows handed to SQLite at a time while building
+STAMPED = ("pages.parquet", "page_text.parquet", "summary.json")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits: unicode61's token characters
+
+
+def words(text: str) -> list[str]:
+    """The words of `text` as the index sees them, lower-cased (the tests' reference)."""
+    return _WORD.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Query:
+    """A text search: each term is the words of one query word, and whether it is a prefix."""
+
+    terms: tuple[tuple[tuple[str, ...], bool], ...]
+
+    @classmethod
+    def parse(cls, q: str) -> Query:
+        terms = []
+        for raw in q.split():
+            prefix = raw.endswith("*")
+            parts = tuple(words(raw))
+            if parts:
+                terms.append((parts, prefix))
+        return cls(tuple(terms))
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    def match(self, column: str) -> str:
+        """The FTS5 expression: every term in `column` (each a quoted phrase)."""
+        return " AND ".join(
+            f'{column}:"{" ".join(parts)}"{"*" if prefix else ""}' for parts, prefix in self.terms
+        )
+
+    def pattern(self, index: int = 0) -> re.Pattern[str]:
+        """A regular expression finding term `index` in a text (for snippets and tests)."""
+        parts, prefix = self.terms[index]
+        body = r"[\W_]+".join(re.escape(p) for p in parts)
+        end = "" if prefix else r"(?![^\W_])"
+        return re.compile(rf"(?<![^\W_]){body}{end}", re.IGNORECASE)
+
+    def matches(self, text: str) -> bool:
+        """Whether `text` holds every term: the definition the index implements."""
+        return all(self.pattern(i).search(text) for i in range(len(self.terms)))
+
+
+def stamp(run: Path) -> str:
+    """What an index of `run` was built from: the files' sizes and modification times (a
+    table stored as a folder of parts: each part's) and the summary's bytes."""
+    h = hashlib.sha256(f"{FORMAT} {TOKENIZE}".encode())
+    for name in STAMPED:
+        path = run / name
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for f in files:
+            if f.is_file():
+                st = f.stat()
+                h.update(f"{f.relative_to(run)} {st.st_size} {st.st_mtime_ns}\n".encode())
+    summary = run / "summary.json"
+    if summary.is_file():
+        h.update(summary.read_bytes())
+    return h.hexdigest()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a finished index (immutable: it is replaced, never edited)."""
+    return sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+
+
+def _stamp_of(path: Path) -> str | None:
+    """The stamp a finished index records, or None for a missing or unreadable file."""
+    if not path.is_file():
+        return None
+    try:
+        with connect(path) as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'stamp'").fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
+def places(run: Path, cache: Path | None) -> list[Path]:
+    """Where an index of `run` may be, in the order they are looked at: the run directory,
+    `cache` (given by the caller), neardup's cache folder (one folder per run path)."""
+    found = [run]
+    if cache is not None:
+        found.append(cache)
+    user = cache_dir()
+    if user is not None:
+        key = hashlib.sha256(str(run.resolve()).encode()).hexdigest()[:16]
+        found.append(user / "ui-search" / key)
+    return found
+
+
+def ensure_index(
+    run: Path,
+    con: duckdb.DuckDBPyConnection,
+    cache: Path | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """The path of an up-to-date search index of `run`, building it first if none is.
+
+    Built in the first writable place of `places()` (a temporary folder if none is)."""
+    want = stamp(run)
+    candidates = places(run, cache)
+    for place in candidates:
+        if _stamp_of(place / INDEX_NAME) == want:
+            return place / INDEX_NAME
+    for place in candidates:
+        try:
+            place.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(place, os.W_OK):
+            break
+    else:
+        place = Path(tempfile.mkdtemp(prefix="neardup-ui-search-"))
+    target = place / INDEX_NAME
+    build(con, target, want, progress)
+    return target
+
+
+def _remove_abandoned(target: Path) -> None:
+    """Delete the temporary files of builds that were killed (their process is gone)."""
+    for tmp in target.parent.glob(f".{target.name}.*.tmp"):
+        pid = tmp.name.removeprefix(f".{target.name}.").removesuffix(".tmp")
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except (ValueError, PermissionError):
+            continue
+
+
+def build(
+    con: duckdb.DuckDBPyConnection, target: Path, run_stamp: str, progress: Progress | None = None
+) -> None:
+    """Index every compared page's title, URL and text into `target`, atomically.
+
+    The table is contentless (the texts stay in the run: the index holds only the inverted
+    lists) and keeps no column sizes (nothing is ranked by BM25). Written under a temporary
+    name without a journal (a crash leaves only that file, deleted by the next build), then
+    merged into one segment and renamed into place."""
+    _remove_abandoned(target)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    started = time.perf_counter()
+    total = con.execute("SELECT count(*) FROM page_text").fetchall()[0][0]
+    db = sqlite3.connect(tmp)
+    try:
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        db.execute("PRAGMA cache_size = -262144")  # 256 MiB
+        db.execute(
+            "CREATE VIRTUAL TABLE pages USING fts5(title, url, text, content='', "
+            f"columnsize=0, detail=full, tokenize='{TOKENIZE}')"
+        )
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        # Titles and URLs of all pages (small columns), looked up by position for each batch
+        # of texts: a join in DuckDB would buffer texts ahead of this loop (GBs at 1 M pages).
+        heads = con.sql(
+            "SELECT doc_id, coalesce(title, '') AS title, coalesce(url, '') AS url "
+            "FROM pages ORDER BY doc_id"
+        ).to_arrow_table()
+        ids = heads["doc_id"].to_numpy()
+        reader = con.sql("SELECT doc_id, text FROM page_text").to_arrow_reader(BUILD_BATCH)
+        done = 0
+        progress = progress or SilentProgress()
+        progress.stage("search index", total)
+        for batch in reader:
+            doc_ids = batch["doc_id"].to_numpy()
+            at = heads.take(np.minimum(np.searchsorted(ids, doc_ids), len(ids) - 1))
+            if not np.array_equal(at["doc_id"].to_numpy(), doc_ids):
+                raise RuntimeError("page_text holds a doc_id that pages does not")
+            db.executemany(
+                "INSERT INTO pages (rowid, title, url, text) VALUES (?, ?, ?, ?)",
+                zip(
+                    doc_ids.tolist(),
+                    at["title"].to_pylist(),
+                    at["url"].to_pylist(),
+                    batch["text"].to_pylist(),
+                    strict=True,
+                ),
+            )
+            done += batch.num_rows
+            progress.advance(batch.num_rows)
+        db.execute("INSERT INTO pages (pages) VALUES ('optimize')")
+        progress.done()
+        meta = {
+            "format": FORMAT,
+            "tokenize": TOKENIZE,
+            "pages": str(done),
+            "seconds": f"{time.perf_counter() - started:.1f}",
+            "stamp": run_stamp,
+        }
+        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        db.commit()
+    except BaseException:
+        db.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    db.close()
+    os.replace(tmp, target)
+
+
+def info(path: Path) -> dict[str, str]:
+    """The index's meta rows (format, pages, build seconds, stamp)."""
+    with connect(path) as db:
+        return dict(db.execute("SELECT key, value FROM meta").fetchall())
+
+
+def search(path: Path, query: Query, limit: int, offset: int) -> list[int]:
+    """Doc IDs of hits `offset .. offset + limit` (at most), ranked as the module says.
+
+    Four FTS5 queries, one per rank (title and URL hold every word; the title does; the
+    URL does; neither), each in rowid order, which FTS5 walks without sorting and stops at
+    the LIMIT. A rank wholly before `offset` is only counted (up to `offset` rows)."""
+    text, title, url = query.match("text"), query.match("title"), query.match("url")
+    ranks = (
+        f"({text}) AND ({title}) AND ({url})",
+        f"(({text}) AND ({title})) NOT ({url})",
+        f"(({text}) AND ({url})) NOT ({title})",
+        f"(({text}) NOT ({title})) NOT ({url})",
+    )
+    found: list[int] = []
+    skip = offset
+    with connect(path) as db:
+        for expr in ranks:
+            need = limit - len(found)
+            if need <= 0:
+                break
+            rows = db.execute(
+                "SELECT rowid FROM pages WHERE pages MATCH ? ORDER BY rowid LIMIT ? OFFSET ?",
+                [expr, need, skip],
+            ).fetchall()
+            if skip and not rows:  # this rank ends before the page: how many did it hold?
+                held = db.execute(
+                    "SELECT count(*) FROM (SELECT rowid FROM pages WHERE pages MATCH ? LIMIT ?)",
+                    [expr, skip],
+                ).fetchone()[0]
+                skip -= held
+            else:
+                skip = 0
+            found.extend(r[0] for r in rows)
+    return found
