@@ -118,16 +118,22 @@ def test_index_finds_what_the_reference_finds_in_its_order(run):
     assert reference(run, "zzzqqq") == [] and reference(run, "library -- ?") != []
 
 
-def test_pages_of_hits_cut_the_ranked_list_anywhere(run):
+@pytest.mark.parametrize(("batch", "most"), [(500, 20_000), (3, 20_000), (3, 2)])
+def test_pages_of_hits_cut_the_ranked_list_anywhere(run, monkeypatch, batch, most):
     """Every (offset, limit) window, across the boundaries between ranks, is the slice of the
-    whole ranked list: the rank counting that skips whole ranks before the offset."""
+    whole ranked list, whether title and URL candidates are probed in one batch or in many,
+    or the text hits walked once (a prefix, or too many candidates to probe)."""
+    monkeypatch.setattr(search_index, "PROBE_BATCH", batch)
+    monkeypatch.setattr(search_index, "PROBE_MAX", most)
     index = _index(run)
-    query = Query.parse("example pyref")
-    everything = search_index.search(index, query, 10**6, 0)
-    for limit in (1, 7, 25):
-        for offset in range(0, len(everything) + 3, 3):
-            got = search_index.search(index, query, limit, offset)
-            assert got == everything[offset : offset + limit], (limit, offset)
+    for q in ("example pyref", "exam* pyr*"):
+        query = Query.parse(q)
+        everything = search_index.search(index, query, 10**6, 0)
+        assert everything == reference(run, q), q
+        for limit in (1, 7, 25):
+            for offset in range(0, len(everything) + 3, 3):
+                got = search_index.search(index, query, limit, offset)
+                assert got == everything[offset : offset + limit], (q, limit, offset)
 
 
 def test_api_pages_through_every_hit_with_snippets(run):
@@ -240,12 +246,28 @@ def test_a_run_that_cannot_hold_its_index_has_it_in_the_cache_folder(run, tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("q", "terms"),
+    ("q", "terms", "notes"),
     [
-        ("Tarfile.Open", ((("tarfile", "open"), False),)),
-        ("sock*  -- e-mail", ((("sock",), True), (("e", "mail"), False))),
-        ("?! --", ()),
+        ("Tarfile.Open", ((("tarfile", "open"), False),), 0),
+        ("sock*  -- e-mail", ((("sock",), True), (("e", "mail"), False)), 1),
+        ("?! --", (), 2),
+        ("so* py*thon", ((("so",), False), (("py", "thon"), False)), 1),  # too short a prefix
+        ("abc*", ((("abc",), True),), 0),
     ],
 )
-def test_query_words(q, terms):
-    assert Query.parse(q).terms == terms
+def test_query_words(q, terms, notes):
+    query = Query.parse(q)
+    assert query.terms == terms and len(query.notes) == notes
+
+
+def test_notes_say_which_words_were_not_searched_as_written(run):
+    from fastapi.testclient import TestClient
+
+    from neardup.ui import create_app
+
+    client = TestClient(create_app(run), base_url="http://127.0.0.1")
+    body = client.get("/api/search", params={"q": "so* --", "field": "text"}).json()
+    assert [r["doc_id"] for r in body["rows"]] == reference(run, "so")[:25]
+    assert len(body["notes"]) == 2 and "'so*'" in body["notes"][0] and "'--'" in body["notes"][1]
+    html = client.get("/search", params={"q": "so*"}).text
+    assert "a prefix needs 3 letters or digits" in html

@@ -90,6 +90,7 @@ def search(
     pages that mention it), then reads only the page of hits from the run, each with a
     snippet cut around its first word.
     """
+    notes: list[str] = []  # words of the query not searched as written
     if where == "url":
         words = q.split() or [""]
         conds = " AND ".join(
@@ -108,7 +109,8 @@ def search(
         query = Query.parse(q)
         ids = search_index.search(index, query, limit + 1, offset) if query else []
         page = Page(_hits(cur, ids[:limit], query), offset, limit, len(ids) > limit)
-    page.extra = {"q": q, "field": where}
+        notes = list(query.notes)
+    page.extra = {"q": q, "field": where, "notes": notes}
     return page
 
 
