@@ -11,7 +11,7 @@ includes building the search index the first time a run is opened.
 The IDs come from the run itself: the largest cluster, its representative and another member
 (the diff), the first collection. Queries are words of `neardup.synth.webtext`'s vocabulary
 (the standard library's documentation): two-word searches with many hits and with few, a
-single word, an explicit prefix, a URL.
+rare word, a word no page holds, prefixes, a word of every URL, a URL.
 
     .venv/bin/python bench/ui_bench.py RUN [--repeat 5] [--tag after] [--port 8791]
 
@@ -34,12 +34,15 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "ui"
-QUERIES = {
-    "two words, many hits": "return value",
-    "two words, few hits": "socket timeout",
-    "two words, none together": "tarfile sqlite3",
-    "one rare word": "monkeypatch",
+QUERIES = {  # hits at a million pages in the comments
+    "two words, many hits": "return value",  # most pages
+    "two words, few hits": "socket timeout",  # 85,606
+    "two words, rarely together": "tarfile sqlite3",  # 1,014
+    "one rare word": "mimetypes",  # 1,965
+    "a word in no page": "monkeypatch",  # 0
     "prefix": "sock*",
+    "common prefix": "con*",  # FTS5 merges the postings of every word starting so
+    "a word of every URL": "page",  # every page a title/URL candidate
 }
 
 

@@ -4,9 +4,10 @@ Why an index: the search used to be ILIKE over `page_text`, which reads every te
 run for a query whose words are rare or never together: 12 to 33 s at a million pages. An
 inverted index answers in milliseconds, and FTS5 comes with Python's `sqlite3` (no download,
 no service). Measured on 1 M web-like pages (docs/benchmarks.md): `unicode61` with
-`detail=full` indexes 2.65 GB of text in about two minutes into a file about 0.75 times the
-text; the `trigram` tokenizer, which would have kept ILIKE's any-substring matching, indexed
-7 times slower into a file 4 times the text, so search matches words, as search engines do:
+`detail=full` indexes 2.7 GB of text in about 100 s into a file half its size; the `trigram`
+tokenizer, which would have kept ILIKE's any-substring matching, indexed 7 times slower into
+a file 4 times the size of the text (20,000 pages), so search matches words, as search
+engines do:
 
 - a query word matches the same word in the text, whatever its case: letters and digits
   make words, everything else separates them (`unicode61`, accents kept, so "café" is not
