@@ -118,6 +118,15 @@ def test_index_finds_what_the_reference_finds_in_its_order(run):
     assert reference(run, "zzzqqq") == [] and reference(run, "library -- ?") != []
 
 
+def test_a_run_named_by_a_relative_path(run, monkeypatch):
+    """`neardup ui run/` from the folder above: the index is found and read all the same."""
+    monkeypatch.chdir(run.parent)
+    index = _index(Path(run.name))
+    assert not index.is_absolute() and index.resolve() == run / INDEX_NAME
+    assert search_index.search(index, Query.parse("socket"), 10**6, 0) == reference(run, "socket")
+    assert _index(Path(run.name)).stat().st_ino == index.stat().st_ino  # found, not rebuilt
+
+
 @pytest.mark.parametrize(("batch", "most"), [(500, 20_000), (3, 20_000), (3, 2)])
 def test_pages_of_hits_cut_the_ranked_list_anywhere(run, monkeypatch, batch, most):
     """Every (offset, limit) window, across the boundaries between ranks, is the slice of the

@@ -138,7 +138,7 @@ def stamp(run: Path) -> str:
 
 def connect(path: Path) -> sqlite3.Connection:
     """A read-only connection to a finished index (immutable: it is replaced, never edited)."""
-    return sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
 
 
 def _stamp_of(path: Path) -> str | None:
