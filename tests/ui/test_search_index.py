@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup.pipeline import char_table_cache
-from neardup.store import open_run
+from neardup.store import RunError, open_run
 from neardup.ui import search_index
 from neardup.ui.search_index import INDEX_NAME, Query, ensure_index
 
@@ -200,7 +200,7 @@ def test_a_killed_build_leaves_no_index_under_the_read_name(run):
     only its temporary file; the next open deletes it and builds the index whole."""
     code = f"""
 import os, sys
-from neardup.store import open_run
+from neardup.store import RunError, open_run
 from neardup.ui.search_index import ensure_index
 class Die:
     shown = False
@@ -217,6 +217,19 @@ ensure_index(__import__('pathlib').Path({str(run)!r}), open_run({str(run)!r}), N
     index = _index(run)
     assert index == run / INDEX_NAME and not left[0].exists()
     assert search_index.search(index, Query.parse("socket"), 10**6, 0) == reference(run, "socket")
+
+
+def test_a_build_that_cannot_write_says_so_in_one_line(run, tmp_path):
+    """A write that fails (here: the folder is a file's name) is a RunError, which the CLI
+    prints as one line, and leaves nothing behind."""
+    con = open_run(run)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    try:
+        with pytest.raises(RunError, match=r"cannot build the search index in .*blocked"):
+            search_index.build(con, blocked / INDEX_NAME, search_index.stamp(run))
+    finally:
+        con.close()
 
 
 def test_an_interrupted_build_cleans_up(run):

@@ -39,7 +39,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
@@ -49,6 +49,7 @@ import numpy as np
 
 from neardup.pipeline.char_table_cache import cache_dir
 from neardup.pipeline.progress import Progress, SilentProgress
+from neardup.store import RunError
 
 INDEX_NAME = "search-index.sqlite"
 FORMAT = "2"  # change when the schema, tokenizer or what is indexed changes: forces a rebuild
@@ -209,15 +210,29 @@ def _remove_abandoned(target: Path) -> None:
 def build(
     con: duckdb.DuckDBPyConnection, target: Path, run_stamp: str, progress: Progress | None = None
 ) -> None:
-    """Index every compared page's title, URL and text into `target`, atomically.
+    """Index every compared page's text, and its title and URL, into `target`, atomically.
 
-    The table is contentless (the texts stay in the run: the index holds only the inverted
-    lists) and keeps no column sizes (nothing is ranked by BM25). Written under a temporary
-    name without a journal (a crash leaves only that file, deleted by the next build), then
-    merged into one segment and renamed into place."""
-    _remove_abandoned(target)
+    Written under a temporary name and renamed into place: a crash leaves only that file,
+    deleted by the next build; a build that fails (a full disk) removes it and says why in
+    a `RunError`, which the CLI prints in one line."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
+    try:
+        _remove_abandoned(target)
+        tmp.unlink(missing_ok=True)
+        _write(con, tmp, run_stamp, progress or SilentProgress())
+        os.replace(tmp, target)
+    except BaseException as err:
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(err, sqlite3.Error | OSError):
+            raise RunError(f"cannot build the search index in {target.parent}: {err}") from err
+        raise
+
+
+def _write(con: duckdb.DuckDBPyConnection, tmp: Path, run_stamp: str, progress: Progress) -> None:
+    """The index itself: two contentless FTS5 tables (the texts stay in the run; the index
+    holds only the inverted lists) without column sizes (nothing is ranked by BM25), written
+    without a journal, then merged into one segment each."""
     started = time.perf_counter()
     total = con.execute("SELECT count(*) FROM page_text").fetchall()[0][0]
     db = sqlite3.connect(tmp)
@@ -240,13 +255,12 @@ def build(
         ids = heads["doc_id"].to_numpy()
         reader = con.sql("SELECT doc_id, text FROM page_text").to_arrow_reader(BUILD_BATCH)
         done = 0
-        progress = progress or SilentProgress()
         progress.stage("search index", total)
         for batch in reader:
             doc_ids = batch["doc_id"].to_numpy()
             at = heads.take(np.minimum(np.searchsorted(ids, doc_ids), len(ids) - 1))
             if not np.array_equal(at["doc_id"].to_numpy(), doc_ids):
-                raise RuntimeError("page_text holds a doc_id that pages does not")
+                raise RunError("page_text holds a doc_id that pages does not: a damaged run")
             rowids = doc_ids.tolist()
             db.executemany(
                 "INSERT INTO texts (rowid, text) VALUES (?, ?)",
@@ -270,12 +284,8 @@ def build(
         }
         db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         db.commit()
-    except BaseException:
+    finally:
         db.close()
-        tmp.unlink(missing_ok=True)
-        raise
-    db.close()
-    os.replace(tmp, target)
 
 
 def info(path: Path) -> dict[str, str]:
