@@ -10,6 +10,12 @@ the same clusters. Memory is sampled from /proc every 0.25 s, summed per kind:
   cluster, the driver JVM (SparkSubmit) and the executor JVMs are counted apart;
 - executor Python: the `pyspark.daemon` / `pyspark.worker` processes that run the kernels.
 
+CPU seconds (user + system) are summed per kind the same way, from each process's last
+sample. A Spark run writes Spark's event log into its folder, and each neardup stage's jobs
+carry the stage as their job group (`SparkJobs.current_stage`), so the results hold, per
+stage: jobs, tasks, executor run and CPU seconds, shuffle bytes written and read, Parquet
+bytes read and written (`stage_profile`).
+
     .venv/bin/python bench/spark_scale.py --pages 250000 --modes embedded local
     .venv/bin/python bench/spark_scale.py --pages 250000 --modes standalone
 
@@ -22,6 +28,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -84,6 +91,15 @@ def _processes() -> dict[int, tuple[int, str]]:
     return table
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of `pid` so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -110,6 +126,7 @@ def measure(cmd: list[str], log: Path, roots: list[int], timeout: float) -> dict
     """Run `cmd`; its wall time and, per kind of process (among its descendants and those of
     `roots`, the standalone workers), the peak of their summed RSS."""
     peaks: dict[str, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, CPU seconds at its last sample)
     started = time.perf_counter()
     with log.open("w") as fh:
         popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
@@ -131,16 +148,73 @@ def measure(cmd: list[str], log: Path, roots: list[int], timeout: float) -> dict
                     continue
                 kind = _kind(table[pid][1])
                 sums[kind] = sums.get(kind, 0.0) + _rss_mb(pid)
+                seconds = _cpu_seconds(pid)
+                if seconds:
+                    cpu[pid] = (kind, seconds)
             sums["total"] = sum(v for k, v in sums.items() if k != "cluster_daemons")
             for kind, mb in sums.items():
                 peaks[kind] = max(peaks.get(kind, 0.0), mb)
             if time.perf_counter() - started > timeout:
                 popen.kill()
             time.sleep(0.25)
+    cpu_by_kind: dict[str, float] = {}
+    for kind, seconds in cpu.values():
+        cpu_by_kind[kind] = cpu_by_kind.get(kind, 0.0) + seconds
     return {
         "rc": popen.returncode,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "peak_rss_mb": {k: round(v) for k, v in sorted(peaks.items())},
+        "cpu_seconds": {k: round(v, 1) for k, v in sorted(cpu_by_kind.items())},
+        "load_average_before": None,
+    }
+
+
+def stage_profile(event_log: Path) -> dict[str, dict[str, float]]:
+    """Per neardup stage (the job group its jobs carry), from Spark's event log: jobs,
+    tasks, executor run and CPU seconds, shuffle bytes written and read, bytes read and
+    written by the tasks (Parquet checkpoints and the run's tables)."""
+    group_of_stage: dict[int, str] = {}
+    profile: dict[str, dict[str, float]] = {}
+    files = [event_log] if event_log.is_file() else sorted(event_log.glob("*"))
+    for file in files:
+        with file.open(encoding="utf-8") as lines:
+            for line in lines:
+                event = json.loads(line)
+                kind = event.get("Event")
+                if kind == "SparkListenerJobStart":
+                    group = (event.get("Properties") or {}).get("spark.jobGroup.id") or "other"
+                    group = group.removeprefix("neardup:")
+                    for stage_id in event.get("Stage IDs", []):
+                        group_of_stage[stage_id] = group
+                    row = profile.setdefault(group, {})
+                    row["jobs"] = row.get("jobs", 0) + 1
+                elif kind == "SparkListenerTaskEnd":
+                    group = group_of_stage.get(event.get("Stage ID"), "other")
+                    metrics = event.get("Task Metrics") or {}
+                    row = profile.setdefault(group, {})
+                    shuffle_read = metrics.get("Shuffle Read Metrics") or {}
+                    figures = {
+                        "tasks": 1,
+                        "run_s": metrics.get("Executor Run Time", 0) / 1e3,
+                        "cpu_s": metrics.get("Executor CPU Time", 0) / 1e9,
+                        "shuffle_write_mb": (metrics.get("Shuffle Write Metrics") or {}).get(
+                            "Shuffle Bytes Written", 0
+                        )
+                        / 1e6,
+                        "shuffle_read_mb": (
+                            shuffle_read.get("Remote Bytes Read", 0)
+                            + shuffle_read.get("Local Bytes Read", 0)
+                        )
+                        / 1e6,
+                        "read_mb": (metrics.get("Input Metrics") or {}).get("Bytes Read", 0) / 1e6,
+                        "written_mb": (metrics.get("Output Metrics") or {}).get("Bytes Written", 0)
+                        / 1e6,
+                    }
+                    for key, value in figures.items():
+                        row[key] = row.get(key, 0) + value
+    return {
+        group: {key: round(value, 1) for key, value in row.items()}
+        for group, row in profile.items()
     }
 
 
@@ -170,12 +244,20 @@ def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / f"run-{mode}"
     common = ["scan", str(inputs), "--out", str(out), "--force", "--quiet", "--json"]
+    events = folder / f"events-{mode}"
+    shutil.rmtree(events, ignore_errors=True)
+    events.mkdir()
+    event_conf = [
+        *("--spark-conf", "spark.eventLog.enabled=true"),
+        *("--spark-conf", f"spark.eventLog.dir={events.as_uri()}"),
+    ]
     roots: list[int] = []
     if mode == "embedded":
         cmd = [str(VENV_BIN / "neardup"), *common, "--workers", "2"]
     elif mode == "local":
         cmd = [str(VENV_BIN / "neardup"), *common, "--engine", "spark"]
         cmd += ["--spark-master", "local[2]", "--spark-conf", "spark.driver.memory=4g"]
+        cmd += event_conf
     else:
         import pyspark
 
@@ -187,13 +269,19 @@ def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -
             *("--master", master or "spark://127.0.0.1:7077", "--driver-memory", "2g"),
             *("--conf", f"spark.pyspark.python={sys.executable}"),
             *("--conf", "spark.executor.memory=3g", "--conf", "spark.executor.cores=1"),
+            *("--conf", "spark.eventLog.enabled=true"),
+            *("--conf", f"spark.eventLog.dir={events.as_uri()}"),
             script.__file__,
             *common,
             "--engine",
             "spark",
         ]
         roots = [pid for pid, (_, c) in _processes().items() if "deploy.worker.Worker" in c]
+    load = os.getloadavg()[0]
     m = measure(cmd, folder / f"{mode}.log", roots, timeout)
+    m["load_average_before"] = round(load, 2)
+    if mode != "embedded" and any(events.iterdir()):
+        m["stage_profile"] = stage_profile(events)
     result = {"pages": pages, "shards": parts, "mode": mode, **m}
     if m["rc"] == 0:
         summary = json.loads((out / "summary.json").read_text())

@@ -100,8 +100,21 @@ class SparkJobs:
         self.inputs = inputs
         self.base_url = base_url
         self.workers = workers
-        self.current_stage = "start"  # the stage a failure is reported in
+        self._stage = "start"
         work.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def current_stage(self) -> str:
+        """The stage running now: a failure is reported in it."""
+        return self._stage
+
+    @current_stage.setter
+    def current_stage(self, name: str) -> None:
+        """Enter stage `name`; its Spark jobs carry it as their job group, so the event log
+        and the UI tell each stage's jobs, tasks, CPU and shuffle bytes apart
+        (bench/spark_scale.py reads them from the event log)."""
+        self._stage = name
+        self.spark.sparkContext.setJobGroup(f"neardup:{name}", f"neardup stage {name}")
 
     def save(self, df: Any, name: str) -> Any:
         """Write `df` as the table `name` and read it back (a checkpoint)."""
