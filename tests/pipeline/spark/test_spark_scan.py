@@ -81,3 +81,38 @@ def test_real_warc_samples_give_identical_tables(spark, tmp_path):  # noqa: F811
     spark_run = neardup.scan(inputs, tmp_path / "spark", engine="spark")
     assert_same_run(embedded.path, spark_run.path)
     assert embedded.summary["records"] == spark_run.summary["records"] > 1000
+
+
+@pytest.mark.parametrize("where", ["driver", "executors"])
+@pytest.mark.parametrize("rule", ["core", "center"])
+def test_graph_clustered_on_the_driver_or_the_executors(
+    spark,  # noqa: F811
+    demo_crawl,
+    tmp_path,
+    monkeypatch,
+    where,
+    rule,
+):
+    """The verified graph is clustered on the driver up to `spark.neardup.driverGraphMaxEdges`
+    edges and by large-star / small-star rounds above it; both give the embedded tables
+    (super-shingles, so the identical groups are exercised too). The path not meant to run
+    is made to fail, so the test knows which one did."""
+    from neardup.pipeline.executors.spark.jobs import DRIVER_GRAPH_CONF, SparkJobs
+
+    def must_not_run(self):
+        raise AssertionError("the other clustering path ran")
+
+    other = "_cluster_distributed" if where == "driver" else "_cluster_on_driver"
+    monkeypatch.setattr(SparkJobs, other, must_not_run)
+    settings = Settings(method="supershingles", cluster_rule=rule)
+    paths = [str(p) for p in demo_crawl.warc_paths]
+    embedded = neardup.scan(paths, tmp_path / "embedded", settings=settings, workers=1)
+    spark.conf.set(DRIVER_GRAPH_CONF, "0" if where == "executors" else "10000000")
+    try:
+        spark_run = neardup.scan(paths, tmp_path / "spark", settings=settings, engine="spark")
+    finally:
+        spark.conf.unset(DRIVER_GRAPH_CONF)
+    assert_same_run(embedded.path, spark_run.path)
+    assert spark_run.summary["verified_pairs"] > 0
+    identical = pq.read_table(spark_run.path / "pages.parquet").column("identical_id")
+    assert len(set(identical.drop_null().to_pylist())) < identical.drop_null().length()

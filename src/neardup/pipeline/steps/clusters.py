@@ -70,6 +70,44 @@ def _touched_graph(n: int, ea: np.ndarray, eb: np.ndarray, similarity: np.ndarra
     return touched, graph
 
 
+def cluster_graph(
+    n: int,
+    ea: np.ndarray,
+    eb: np.ndarray,
+    similarity: np.ndarray,
+    agree: np.ndarray | None,
+    weight: np.ndarray,
+    tie: np.ndarray,
+    settings: Settings,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scan's clustering of a graph of `n` nodes (class representatives numbered in
+    doc-id order) and its verified edges: per node, the node of its cluster's
+    representative (by `settings.cluster_rule`), of its component (the smallest node) and of
+    its identical group (all super-shingles agree). `weight` is each node's class size and
+    `tie` its page key. Both engines call it: the embedded scan on every class
+    representative, the Spark engine on the driver over the nodes that have an edge."""
+    touched, graph = _touched_graph(n, ea, eb, similarity)
+    component_t = connected_components(graph)
+    component = _lift(touched, component_t, n)
+    tie_t = tie[touched]
+    weight_t = weight[touched]
+    if settings.cluster_rule == "core":
+        cluster_t = core_clusters(graph, settings.strong_similarity, weight_t, tie_t)
+    elif settings.cluster_rule == "center":
+        cluster_t = center_clusters(graph, weight_t, tiebreak=tie_t)
+    else:
+        cluster_t = component_representatives(graph, component_t, weight_t, tie_t)
+    cluster = _lift(touched, cluster_t, n)
+    del graph, component_t, cluster_t
+    full = agree == settings.supershingle_count if settings.has_supershingles else None
+    if full is not None and full.any():
+        identical_touched, identical_graph = _touched_graph(n, ea[full], eb[full], None)
+        identical = _lift(identical_touched, connected_components(identical_graph), n)
+    else:
+        identical = np.arange(n)
+    return cluster, component, identical
+
+
 def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
     """Write `assignments.parquet`; return the number of clusters with at least two pages."""
     reps = near.reps
@@ -78,27 +116,9 @@ def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
     class_size = np.bincount(node_of, minlength=n)
     ea = np.searchsorted(reps, near.edge_a)
     eb = np.searchsorted(reps, near.edge_b)
-    touched, graph = _touched_graph(n, ea, eb, near.similarity)
-
-    component_t = connected_components(graph)
-    component = _lift(touched, component_t, n)
-    tie = near.keys[reps[touched]]
-    weight = class_size[touched]
-    if settings.cluster_rule == "core":
-        cluster_t = core_clusters(graph, settings.strong_similarity, weight, tie)
-    elif settings.cluster_rule == "center":
-        cluster_t = center_clusters(graph, weight, tiebreak=tie)
-    else:
-        cluster_t = component_representatives(graph, component_t, weight, tie)
-    cluster_node = _lift(touched, cluster_t, n)
-    del graph, component_t, cluster_t, tie, weight
-
-    full = near.agree == settings.supershingle_count if settings.has_supershingles else None
-    if full is not None and full.any():
-        identical_touched, identical_graph = _touched_graph(n, ea[full], eb[full], None)
-        identical_node = _lift(identical_touched, connected_components(identical_graph), n)
-    else:
-        identical_node = np.arange(n)
+    cluster_node, component, identical_node = cluster_graph(
+        n, ea, eb, near.similarity, near.agree, class_size, near.keys[reps], settings
+    )
     del ea, eb
 
     rep_pos = reps[cluster_node[node_of]]

@@ -26,6 +26,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from neardup.config import Settings, SettingsError
 from neardup.ingest.eligibility import enough_words_sql
 from neardup.pipeline.executors.base import StagesOutcome
@@ -45,12 +48,18 @@ from neardup.pipeline.executors.spark.kernels import (
     verify_batches,
 )
 from neardup.pipeline.executors.spark.publish import publish_tables
-from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
+from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
 from neardup.store.sql_files import package_sql
 
 SPARK_METHODS = ("minhash", "supershingles")
+# The largest verified graph (edges between class representatives) clustered on the driver;
+# above it, on the executors. A Spark setting, so `--spark-conf` overrides it (0: always on
+# the executors). 10 M edges are about 240 MB of Arrow on the driver, under Spark's default
+# 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
+DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
+DRIVER_GRAPH_EDGES = 10_000_000
 
 
 def check_settings(settings: Settings) -> None:
@@ -257,8 +266,76 @@ class SparkJobs:
 
     def cluster(self, outcome: StagesOutcome) -> None:
         """Components of the verified graph, the clustering rule per component, and every
-        eligible page's cluster, component, identical group and class."""
+        eligible page's cluster, component, identical group and class.
+
+        A graph of at most `DRIVER_GRAPH_CONF` edges (the verified pairs between class
+        representatives: about 0.12 a page on web crawls, so a few megabytes at a million
+        pages) is clustered on the driver by the embedded engine's own function
+        (`steps.clusters.cluster_graph`); a larger one by large-star / small-star rounds
+        and the rule per component on the executors. Both give the embedded clusters."""
         self.current_stage = "cluster"
+        limit = int(self.spark.conf.get(DRIVER_GRAPH_CONF, str(DRIVER_GRAPH_EDGES)))
+        if outcome.verified_pairs <= limit:  # counted by the near stage
+            self._cluster_on_driver()
+        else:
+            self._cluster_distributed()
+        self._assign()
+
+    def _cluster_on_driver(self) -> None:
+        """The views `cluster_of_rep`, `components` and `identical` (per representative
+        that has an edge), computed on the driver from the collected edges."""
+        import pyarrow.parquet as pq
+        from pyspark.sql import functions as F
+
+        edges = self.table("edges").toArrow()
+        a = edges.column("doc_a").to_numpy()
+        b = edges.column("doc_b").to_numpy()
+        touched = np.unique(np.concatenate([a, b]))
+        nodes_path = self.work / "graph_nodes"
+        shutil.rmtree(nodes_path, ignore_errors=True)
+        nodes_path.mkdir(parents=True)
+        pq.write_table(pa.table({"class_id": touched}), nodes_path / "part-0.parquet")
+        info = (
+            self.table("classes")
+            .join(F.broadcast(self.table("graph_nodes")), "class_id")
+            .groupBy("class_id")
+            .agg(F.count("*").alias("weight"))
+            .join(self.table("page_keys").withColumnRenamed("doc_id", "class_id"), "class_id")
+            .toArrow()
+            .sort_by("class_id")
+        )
+        if not np.array_equal(info.column("class_id").to_numpy(), touched):
+            raise RuntimeError("a node of the verified graph has no class or no page key")
+        cluster, component, identical = cluster_graph(
+            touched.size,
+            np.searchsorted(touched, a),
+            np.searchsorted(touched, b),
+            edges.column("similarity").to_numpy(),
+            edges.column("agree").to_numpy(),
+            info.column("weight").to_numpy(),
+            info.column("order_key").to_numpy(),
+            self.settings,
+        )
+        labels_path = self.work / "graph_labels"
+        shutil.rmtree(labels_path, ignore_errors=True)
+        labels_path.mkdir(parents=True)
+        labels = pa.table(
+            {
+                "doc_id": touched,
+                "cluster_doc": touched[cluster],
+                "component": touched[component],
+                "identical": touched[identical],
+            }
+        )
+        pq.write_table(labels, labels_path / "part-0.parquet")
+        graph = self.table("graph_labels")
+        graph.select("doc_id", "cluster_doc").createOrReplaceTempView("cluster_of_rep")
+        graph.select("doc_id", "component").createOrReplaceTempView("components")
+        graph.selectExpr("doc_id", "identical AS component").createOrReplaceTempView("identical")
+
+    def _cluster_distributed(self) -> None:
+        """The same views from large-star / small-star rounds over the edges and the rule
+        run per component on the executors (`spark.kernels.cluster_component`)."""
         from pyspark.sql import functions as F
 
         settings = self.settings
@@ -309,6 +386,14 @@ class SparkJobs:
                     "identical",
                 )
         identical.createOrReplaceTempView("identical")
+
+    def _assign(self) -> None:
+        """Every eligible page's row of `assignments`, from the views the clustering left.
+        A page that represents its own cluster (most pages) has resemblance 1 to its
+        representative; only the others meet the signatures, theirs and their
+        representative's, for the estimate."""
+        settings = self.settings
+        spark = self.spark
         assigned = spark.sql(
             """
             SELECT c.doc_id,
@@ -324,21 +409,21 @@ class SparkJobs:
         )
         assigned.createOrReplaceTempView("assigned")
         self.table("sketches").select("doc_id", "minhash").createOrReplaceTempView("signatures")
-        with_sketches = spark.sql(
+        own = spark.sql(
+            "SELECT *, CAST(1.0 AS FLOAT) AS similarity_to_representative "
+            "FROM assigned WHERE cluster_id = doc_id"
+        )
+        others = spark.sql(
             """
             SELECT a.doc_id, a.cluster_id, a.component_id, a.identical_id, a.class_id,
                 s.minhash AS minhash_a, t.minhash AS minhash_b
             FROM assigned AS a
             JOIN signatures AS s ON s.doc_id = a.doc_id
             JOIN signatures AS t ON t.doc_id = a.cluster_id
+            WHERE a.cluster_id <> a.doc_id
             """
-        )
-        self.save(
-            with_sketches.mapInArrow(
-                lambda it: representative_batches(it, settings), _spark_schema(ASSIGN_SCHEMA)
-            ),
-            "assignments",
-        )
+        ).mapInArrow(lambda it: representative_batches(it, settings), _spark_schema(ASSIGN_SCHEMA))
+        self.save(own.select(*ASSIGN_SCHEMA.names).unionByName(others), "assignments")
 
     def publish(self) -> dict[str, Any]:
         """Write the run's tables into the staging folder as datasets, from the executors
