@@ -82,10 +82,13 @@ def reference(run: Path, q: str) -> list[int]:
 
 @pytest.fixture
 def run(demo_run, tmp_path, monkeypatch) -> Path:
-    """A private copy of the demo run, with neardup's cache folder in the test's folder."""
+    """A private copy of the demo run without a search index (an earlier test may have
+    built one in the shared run), with neardup's cache folder in the test's folder."""
     monkeypatch.setenv(char_table_cache.CACHE_ENV, str(tmp_path / "cache"))
     copy = tmp_path / "run"
-    shutil.copytree(demo_run.path, copy)
+    shutil.copytree(
+        demo_run.path, copy, ignore=shutil.ignore_patterns(INDEX_NAME, f".{INDEX_NAME}.*")
+    )
     return copy
 
 
