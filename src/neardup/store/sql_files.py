@@ -1,6 +1,6 @@
 """The SQL files shipped inside the package (package data), read the same way everywhere.
 
-Each subsystem keeps its queries next to its code (`store/sql`, `pipeline/executors/spark/sql`,
+Each subsystem keeps its queries next to its code (`store/sql`,
 `service/sql`, `linkgraph/sql`, `crawls/sql`); this module is the one place that knows how
 to open them from an installed package, a wheel or a source checkout.
 """

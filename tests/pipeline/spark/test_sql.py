@@ -1,21 +1,25 @@
-"""The Spark engine's relational steps without Spark: the candidate SQL runs on DuckDB and
-agrees with the embedded engine's numba bucket join; unsupported settings are refused."""
+"""The Spark engine's steps without Spark: the candidate pairs of partitioned bucket keys
+agree with the embedded engine's numba bucket join; unsupported settings are refused."""
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from neardup.config import Settings, SettingsError
 from neardup.kernels.buckets import bucket_candidates, unpack_pairs
-from neardup.pipeline.executors.spark.jobs import check_settings, read_sql
+from neardup.pipeline.executors.spark.jobs import check_settings
+from neardup.pipeline.executors.spark.kernels import BUCKET_PAIRS_SCHEMA, bucket_pair_batches
 
 
 @pytest.mark.parametrize("max_bucket", [2, 5, 64])
-def test_candidate_sql_on_duckdb_matches_the_embedded_join(max_bucket):
-    rng = np.random.default_rng(max_bucket)
+@pytest.mark.parametrize("partitions", [1, 3, 8])
+def test_partitioned_bucket_pairs_match_the_embedded_join(max_bucket, partitions):
+    """The keys hashed into partitions by (table, key), as the Spark near stage does, and each
+    partition's buckets paired by `bucket_pair_batches`: the union of the partitions' pairs
+    and the sum of their statistics are the embedded engine's over all keys at once."""
+    rng = np.random.default_rng(max_bucket * 10 + partitions)
     n, tables = 400, 6
     docs = np.sort(rng.choice(10_000, n, replace=False)).astype(np.int64)
     # Few distinct keys per table: buckets of every size, some far above max_bucket.
@@ -34,15 +38,24 @@ def test_candidate_sql_on_duckdb_matches_the_embedded_join(max_bucket):
             "order_key": np.repeat(order, tables),
         }
     )
-    con = duckdb.connect()
-    con.register("bucket_keys", bucket_keys)
-    params = {"keys": "bucket_keys", "max_bucket": max_bucket}
-    rows = con.sql(read_sql("candidates.sql").format(**params)).fetchall()
-    assert {(r[0], r[1]) for r in rows} == expected
-    emitted, large, largest = con.sql(read_sql("candidate_stats.sql").format(**params)).fetchall()[
-        0
-    ]
-    assert (emitted, large, largest) == (stats.emitted, stats.large_buckets, stats.largest_bucket)
+    # Rows shuffled, then dealt to partitions by a hash of (table, key), in small batches.
+    bucket_keys = bucket_keys.take(rng.permutation(bucket_keys.num_rows))
+    part = (bucket_keys["tbl"].to_numpy() * 7919 + bucket_keys["key"].to_numpy()) % partitions
+    found: set[tuple[int, int]] = set()
+    emitted = large = 0
+    for p in range(partitions):
+        rows = bucket_keys.filter(pa.array(part == p))
+        out = pa.Table.from_batches(
+            list(bucket_pair_batches(iter(rows.to_batches(max_chunksize=50)), max_bucket)),
+            schema=BUCKET_PAIRS_SCHEMA,
+        )
+        pairs = out.filter(out["doc_a"].is_valid())
+        found |= set(zip(pairs["doc_a"].to_pylist(), pairs["doc_b"].to_pylist(), strict=True))
+        figures = out.filter(out["doc_a"].is_null())
+        emitted += sum(figures["emitted"].to_pylist())
+        large += sum(figures["large_buckets"].to_pylist())
+    assert found == expected
+    assert (emitted, large) == (stats.emitted, stats.large_buckets)
     assert large > 0  # chains were exercised
 
 

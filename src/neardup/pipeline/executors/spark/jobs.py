@@ -2,7 +2,8 @@
 
 ingest (one task per input file) -> sketch (`mapInArrow` over the text) -> equivalence
 classes (a window over the shingle-set fingerprint) -> bucket keys -> candidate pairs (the
-SQL in `pipeline/executors/spark/sql/candidates.sql`) -> verification (the embedded test
+keys hashed on table and key, each partition's buckets paired by the embedded numba rule)
+-> verification (the embedded test
 over the joined signatures) -> connected components (large-star / small-star over
 DataFrames) -> the clustering rule per component -> assignments. Every intermediate table is
 written as Parquet in the work folder, which breaks Spark's lineage and lets a stage restart
@@ -35,11 +36,13 @@ from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
 from neardup.pipeline.executors.spark.ingest import INGEST_SCHEMA, ingest_partition, inputs_frame
 from neardup.pipeline.executors.spark.kernels import (
+    BUCKET_PAIRS_SCHEMA,
     CLUSTER_SCHEMA,
     EDGE_SCHEMA,
     KEYS_SCHEMA,
     PAGE_KEY_SCHEMA,
     SKETCH_SCHEMA,
+    bucket_pair_batches,
     cluster_component,
     key_batches,
     page_key_batches,
@@ -51,7 +54,6 @@ from neardup.pipeline.executors.spark.publish import publish_tables
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
-from neardup.store.sql_files import package_sql
 
 SPARK_METHODS = ("minhash", "supershingles")
 # The largest verified graph (edges between class representatives) clustered on the driver;
@@ -76,10 +78,6 @@ def check_settings(settings: Settings) -> None:
             "the Spark engine does not drop common shingles (--max-shingle-df); it caps "
             "buckets instead, as the embedded default does"
         )
-
-
-def read_sql(name: str) -> str:
-    return package_sql("pipeline/executors/spark/sql", name)
 
 
 def _spark_schema(schema: Any) -> Any:
@@ -220,14 +218,30 @@ class SparkJobs:
             "reps",
         )
         reps.createOrReplaceTempView("reps")
-        keys = self.save(
-            reps.mapInArrow(lambda it: key_batches(it, settings), _spark_schema(KEYS_SCHEMA)),
-            "bucket_keys",
+        # Every bucket whole in one partition (hashed on table and key), where the embedded
+        # bucket rule runs on it; a pair found in several tables is kept once.
+        max_bucket = settings.max_bucket_pairs
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        bucket_pairs = self.save(
+            reps.mapInArrow(lambda it: key_batches(it, settings), _spark_schema(KEYS_SCHEMA))
+            .repartition(partitions, "tbl", "key")
+            .mapInArrow(
+                lambda it: bucket_pair_batches(it, max_bucket), _spark_schema(BUCKET_PAIRS_SCHEMA)
+            ),
+            "bucket_pairs",
         )
-        keys.createOrReplaceTempView("bucket_keys")
-        params = {"keys": "bucket_keys", "max_bucket": settings.max_bucket_pairs}
-        candidates = self.save(spark.sql(read_sql("candidates.sql").format(**params)), "candidates")
-        stats = spark.sql(read_sql("candidate_stats.sql").format(**params)).collect()[0]
+        candidates = self.save(
+            bucket_pairs.where("doc_a IS NOT NULL").select("doc_a", "doc_b").distinct(),
+            "candidates",
+        )
+        stats = (
+            bucket_pairs.where("doc_a IS NULL")
+            .selectExpr(
+                "coalesce(sum(emitted), 0) AS emitted",
+                "coalesce(sum(large_buckets), 0) AS large_buckets",
+            )
+            .collect()[0]
+        )
         candidates.createOrReplaceTempView("candidates")
         pairs_with_sketches = spark.sql(
             """

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from neardup.config import Settings
 from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance, sketch_arrow
+from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
 from neardup.kernels.graph import (
     Graph,
     center_clusters,
@@ -46,6 +47,16 @@ KEYS_SCHEMA = pa.schema(
     [("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64()), ("order_key", pa.int64())]
 )
 PAGE_KEY_SCHEMA = pa.schema([("doc_id", pa.int64()), ("order_key", pa.int64())])
+# A partition's candidate pairs, then one row of its statistics (doc_a and doc_b null).
+BUCKET_PAIRS_SCHEMA = pa.schema(
+    [
+        ("doc_a", pa.int64()),
+        ("doc_b", pa.int64()),
+        ("emitted", pa.int64()),
+        ("large_buckets", pa.int64()),
+        ("largest_bucket", pa.int64()),
+    ]
+)
 CLUSTER_SCHEMA = pa.schema([("doc_id", pa.int64()), ("cluster_doc", pa.int64())])
 EDGE_SCHEMA = pa.schema(
     [
@@ -131,6 +142,41 @@ def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterat
             ],
             schema=KEYS_SCHEMA,
         )
+
+
+def bucket_pair_batches(
+    batches: Iterator[pa.RecordBatch], max_bucket: int
+) -> Iterator[pa.RecordBatch]:
+    """One partition of bucket keys, each bucket whole in it (the keys are partitioned by
+    table and key) -> its candidate pairs by the embedded rule (`kernels.buckets.
+    table_pairs`: every pair of a small bucket, the chain of a large one in page-key order),
+    each pair once per partition, then one row of the partition's statistics."""
+    parts = [batch for batch in batches if batch.num_rows]
+    if not parts:
+        return
+    keys = pa.Table.from_batches(parts)
+    tbl = keys.column("tbl").to_numpy()
+    key = keys.column("key").to_numpy()
+    doc = keys.column("doc_id").to_numpy()
+    order = keys.column("order_key").to_numpy()
+    del keys, parts
+    stats = CandidateStats()
+    found = [
+        table_pairs(key[tbl == t], doc[tbl == t], max_bucket, stats, order[tbl == t])
+        for t in np.unique(tbl)
+    ]
+    packed = np.unique(np.concatenate(found))
+    a, b = unpack_pairs(packed)
+    none = pa.nulls(a.size, pa.int64())
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(a), pa.array(b), none, none, none], schema=BUCKET_PAIRS_SCHEMA
+    )
+    figures = [stats.emitted, stats.large_buckets, stats.largest_bucket]
+    yield pa.RecordBatch.from_arrays(
+        [pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64())]
+        + [pa.array([value], pa.int64()) for value in figures],
+        schema=BUCKET_PAIRS_SCHEMA,
+    )
 
 
 def _estimates(batch: pa.RecordBatch, k: int) -> np.ndarray:
