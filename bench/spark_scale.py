@@ -11,10 +11,12 @@ the same clusters. Memory is sampled from /proc every 0.25 s, summed per kind:
 - executor Python: the `pyspark.daemon` / `pyspark.worker` processes that run the kernels.
 
 CPU seconds (user + system) are summed per kind the same way, from each process's last
-sample. A Spark run writes Spark's event log into its folder, and each neardup stage's jobs
-carry the stage as their job group (`SparkJobs.current_stage`), so the results hold, per
-stage: jobs, tasks, executor run and CPU seconds, shuffle bytes written and read, Parquet
-bytes read and written (`stage_profile`).
+sample (a forked Python worker that lives less than a sampling period is missed).
+A Spark run writes Spark's event log into its folder, and each neardup stage's jobs carry
+the stage as their job group (`SparkJobs.current_stage`), so the results hold, per stage:
+jobs, tasks, executor run and CPU seconds (the JVM's task threads; the Python workers' time
+is in their run seconds), shuffle bytes written and read, Parquet bytes read and written
+(`stage_profile`).
 
     .venv/bin/python bench/spark_scale.py --pages 250000 --modes embedded local
     .venv/bin/python bench/spark_scale.py --pages 250000 --modes standalone
@@ -175,7 +177,9 @@ def stage_profile(event_log: Path) -> dict[str, dict[str, float]]:
     written by the tasks (Parquet checkpoints and the run's tables)."""
     group_of_stage: dict[int, str] = {}
     profile: dict[str, dict[str, float]] = {}
-    files = [event_log] if event_log.is_file() else sorted(event_log.glob("*"))
+    # Spark 4 writes a folder per application (eventlog_v2_*) of rolled files (events_*).
+    files = [event_log] if event_log.is_file() else sorted(event_log.rglob("events_*"))
+    files += sorted(f for f in event_log.glob("*") if f.is_file())
     for file in files:
         with file.open(encoding="utf-8") as lines:
             for line in lines:
@@ -250,6 +254,7 @@ def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -
     event_conf = [
         *("--spark-conf", "spark.eventLog.enabled=true"),
         *("--spark-conf", f"spark.eventLog.dir={events.as_uri()}"),
+        *("--spark-conf", "spark.eventLog.compress=false"),
     ]
     roots: list[int] = []
     if mode == "embedded":
@@ -271,6 +276,7 @@ def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -
             *("--conf", "spark.executor.memory=3g", "--conf", "spark.executor.cores=1"),
             *("--conf", "spark.eventLog.enabled=true"),
             *("--conf", f"spark.eventLog.dir={events.as_uri()}"),
+            *("--conf", "spark.eventLog.compress=false"),
             script.__file__,
             *common,
             "--engine",

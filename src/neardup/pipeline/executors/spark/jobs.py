@@ -3,21 +3,22 @@
 ingest (one task per input file) -> sketch (`mapInArrow` over the text) -> equivalence
 classes (a window over the shingle-set fingerprint) -> bucket keys -> candidate pairs (the
 keys hashed on table and key, each partition's buckets paired by the embedded numba rule)
--> verification (the embedded test
-over the joined signatures) -> connected components (large-star / small-star over
-DataFrames) -> the clustering rule per component -> assignments. Every intermediate table is
-written as Parquet in the work folder, which breaks Spark's lineage and lets a stage restart
-from the last one; `publish` then writes the run's tables from the executors, as datasets in
-the staging folder (`spark/publish.py`), so no table passes through the driver.
+-> verification (the embedded test over the joined signatures) -> the clustering (on the
+driver by the embedded function while the verified graph is small enough, else
+large-star / small-star rounds and the rule per component on the executors) ->
+assignments. Intermediate tables are written as Parquet in the work folder, which breaks
+Spark's lineage and lets a stage restart from the last one (the page text once, in the
+ingest table, which `page_text` and `links` are read from); `publish` then writes the run's
+tables from the executors, as datasets in the staging folder (`spark/publish.py`), so no
+large table passes through the driver.
 
-The near stage takes its band shape, bucket keys, scores and verification test from
-`neardup.pipeline.steps.near_pairs` (through the batch functions of `spark.kernels`), as the
-embedded engine does. What is Spark's own is the distributed plumbing between them, which
-the embedded in-memory versions cannot do on DataFrames: the equivalence classes as a
-window (the lowest (page key, doc_id) per shingle-set fingerprint, the embedded
-`equivalence_classes`, with the keys from the embedded `page_keys`), the
-candidate pairs and their statistics as SQL (the embedded `bucket_candidates` rule, bucket
-cap included) and the `pairs` table as a union (the embedded `write_pairs`).
+The near stage takes its band shape, bucket keys, bucket rule, scores and verification test
+from `neardup.pipeline.steps.near_pairs` and `neardup.kernels.buckets` (through the batch
+functions of `spark.kernels`), as the embedded engine does. What is Spark's own is the
+distributed plumbing between them: the equivalence classes as a window (the lowest
+(page key, doc_id) per shingle-set fingerprint, the embedded `equivalence_classes`, with the
+keys from the embedded `page_keys`), the partitioning that puts each bucket in one task, and
+the `pairs` table as a union (the embedded `write_pairs`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ SPARK_METHODS = ("minhash", "supershingles")
 # 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
 DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
 DRIVER_GRAPH_EDGES = 10_000_000
+# Work tables read as projections of the ingest table (`SparkJobs.table`), never copied.
+INGEST_VIEWS = ("page_text", "links")
 
 
 def check_settings(settings: Settings) -> None:
@@ -108,6 +111,8 @@ class SparkJobs:
         self.base_url = base_url
         self.workers = workers
         self._stage = "start"
+        # (input index, doc ids of the inputs before it), set by the ingest stage
+        self.shifts: list[tuple[int, int]] = []
         work.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -130,7 +135,29 @@ class SparkJobs:
         return self.spark.read.parquet(path)
 
     def table(self, name: str) -> Any:
+        """The work table `name`; `page_text` and `links` are read from the ingest table
+        itself (`ingest`), not from copies of it."""
+        if name in INGEST_VIEWS:
+            return self._ingest_view(name)
         return self.spark.read.parquet(str(self.work / name))
+
+    def _ingest_view(self, name: str) -> Any:
+        """`page_text` or `links` as a projection of the ingest table, doc ids shifted to
+        count across the inputs: the page text is written once, by the ingest tasks, and
+        each later reader reads only the columns it needs."""
+        from pyspark.sql import functions as F
+
+        shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
+        rows = (
+            self.spark.read.parquet(str(self.work / "ingest"))
+            .join(F.broadcast(shift), "input_idx")
+            .withColumn("doc_id", F.col("doc_id") + F.col("shift"))
+        )
+        if name == "page_text":
+            return rows.where("text IS NOT NULL").select("doc_id", "text")
+        return rows.select(
+            F.col("doc_id").alias("src_doc"), F.posexplode("links").alias("pos", "dst_url")
+        )
 
     def ingest(self, outcome: StagesOutcome) -> None:
         self.current_stage = "ingest"
@@ -146,22 +173,15 @@ class SparkJobs:
         counts = sorted(
             (r["input_idx"], r["count"]) for r in raw.groupBy("input_idx").count().collect()
         )
-        offsets, total = [], 0
+        total = 0
         for idx, count in counts:
-            offsets.append((idx, total))
+            self.shifts.append((idx, total))
             total += count
-        shift = self.spark.createDataFrame(offsets or [(0, 0)], "input_idx int, shift bigint")
+        shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
         rows = raw.join(F.broadcast(shift), "input_idx").withColumn(
             "doc_id", F.col("doc_id") + F.col("shift")
         )
         self.save(rows.select(*PAGES_RAW_SCHEMA.names), "pages_raw")
-        self.save(rows.where("text IS NOT NULL").select("doc_id", "text"), "page_text")
-        self.save(
-            rows.select(
-                F.col("doc_id").alias("src_doc"), F.posexplode("links").alias("pos", "dst_url")
-            ),
-            "links",
-        )
         pages = self.table("pages_raw")
         outcome.records = total
         formats = pages.where("skipped_reason IS NULL").groupBy("format").count().collect()
