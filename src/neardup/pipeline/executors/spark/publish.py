@@ -80,9 +80,10 @@ LEFT JOIN target AS t ON t.url_key = k.dst_url
 """
 
 
-def _sorted_write(df: Any, path: Path, order: list[Any], columns: list[str]) -> None:
+def _sorted_write(df: Any, path: Path, order: list[Any], columns: list[Any]) -> None:
     """Write `df` sorted on `order` (a global sort: range partitions, each sorted), keeping
-    `columns`; the part files in name order then hold the rows in that order."""
+    `columns` (names or expressions, computed after the sort); the part files in name order
+    then hold the rows in that order."""
     df.orderBy(*order).select(*columns).write.mode("overwrite").option(
         "compression", "zstd"
     ).parquet(str(path))
@@ -155,16 +156,16 @@ def publish_tables(
     _sorted_write(pairs, staging / "pairs.parquet", _order("pairs"), pairs.columns)
     text = table("page_text")
     _sorted_write(text, staging / "page_text.parquet", [F.col("doc_id")], text.columns)
-    minhash = sketches.select(
-        "doc_id",
-        "n_tokens",
-        "n_shingles",
-        "lexical_fp",
-        "shingle_fp",
-        # The uint32 values as int64, as the embedded export stores them.
-        F.expr("transform(minhash, x -> CAST(x AS BIGINT) & 4294967295)").alias("minhash"),
+    sketch_columns = ["doc_id", "n_tokens", "n_shingles", "lexical_fp", "shingle_fp"]
+    # The uint32 values as int64, as the embedded export stores them: widened after the
+    # sort, so the shuffle carries the 4-byte values.
+    unsigned = F.expr("transform(minhash, x -> CAST(x AS BIGINT) & 4294967295)")
+    _sorted_write(
+        sketches.select(*sketch_columns, "minhash"),
+        staging / "sketches.parquet",
+        [F.col("doc_id")],
+        [*sketch_columns, unsigned.alias("minhash")],
     )
-    _sorted_write(minhash, staging / "sketches.parquet", [F.col("doc_id")], minhash.columns)
 
     resolve_targets(spark, save)
     links = spark.sql(LINKS_SQL)
