@@ -43,20 +43,6 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture(scope="module")
-def ui_run(demo_run, tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("ui") / "run"
-    shutil.copytree(demo_run.path, run)
-    return run
-
-
-@pytest.fixture(scope="module")
-def server(ui_run):
-    """A live uvicorn server on 127.0.0.1 (free port), stopped after the module."""
-    with serving(create_app(ui_run)) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
 def http(server):
     with httpx.Client(base_url=server, timeout=30) as client:
         yield client

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,19 +27,6 @@ import pytest
 from door_server import TOKEN, serving
 
 from neardup.ui import create_app
-
-
-@pytest.fixture(scope="module")
-def ui_run(demo_run, tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("ui-fuzz") / "run"
-    shutil.copytree(demo_run.path, run)
-    return run
-
-
-@pytest.fixture(scope="module")
-def base(ui_run):
-    with serving(create_app(ui_run)) as url:
-        yield url
 
 
 def _fuzz(url: str, cwd: Path, *args: str, examples: int = 20) -> subprocess.CompletedProcess[str]:
@@ -66,12 +52,12 @@ def _fuzz(url: str, cwd: Path, *args: str, examples: int = 20) -> subprocess.Com
 
 
 @pytest.mark.timeout(300)
-def test_schemathesis_finds_nothing(base, tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+def test_schemathesis_finds_nothing(server, tmp_path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="neardup.access")
-    done = _fuzz(base, tmp_path)
+    done = _fuzz(server, tmp_path)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
-    paths = httpx.get(f"{base}/api/openapi.json").json()["paths"]
+    paths = httpx.get(f"{server}/api/openapi.json").json()["paths"]
     n = sum(len(methods) for methods in paths.values())
     assert f"{n}/{n}" in out  # every operation was selected and tested
     # What the run met (access-log lines "client method path status bytes ms"): the 404 of
@@ -93,8 +79,8 @@ def test_schemathesis_finds_nothing_with_a_token(ui_run, tmp_path) -> None:
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
 
 
-def test_missing_items_answer_the_404_the_document_lists(base, ui_run) -> None:
-    doc = httpx.get(f"{base}/api/openapi.json").json()["paths"]
+def test_missing_items_answer_the_404_the_document_lists(server, ui_run) -> None:
+    doc = httpx.get(f"{server}/api/openapi.json").json()["paths"]
     clusters = pq.read_table(ui_run / "clusters.parquet", columns=["cluster_id"])
     no_cluster = max(clusters["cluster_id"].to_pylist()) + 1
     pages = pq.read_table(ui_run / "pages.parquet", columns=["doc_id"])
@@ -109,7 +95,7 @@ def test_missing_items_answer_the_404_the_document_lists(base, ui_run) -> None:
         ("/collection/{cid}", f"/collection/{no_cluster}", "text/html"),
     ]
     for template, path, media in cases:
-        r = httpx.get(f"{base}{path}")
+        r = httpx.get(f"{server}{path}")
         assert r.status_code == 404, path
         assert r.headers["content-type"].startswith(media), path
         assert media in doc[template]["get"]["responses"]["404"]["content"], template
@@ -120,7 +106,7 @@ def test_missing_items_answer_the_404_the_document_lists(base, ui_run) -> None:
             )
 
 
-def test_every_405_carries_allow(base) -> None:
+def test_every_405_carries_allow(server) -> None:
     """`Allow` names what the path answers: GET for the app's routes, GET and HEAD for the
     document itself (a plain Starlette route, which answers HEAD too)."""
     for method, path, allow in (
@@ -131,6 +117,6 @@ def test_every_405_carries_allow(base) -> None:
         ("PATCH", "/api/diff?a=0&b=0", "GET"),
         ("POST", "/api/openapi.json", "GET, HEAD"),
     ):
-        r = httpx.request(method, f"{base}{path}")
+        r = httpx.request(method, f"{server}{path}")
         assert (r.status_code, r.headers.get("allow")) == (405, allow), (method, path)
-    assert httpx.head(f"{base}/api/openapi.json").status_code == 200
+    assert httpx.head(f"{server}/api/openapi.json").status_code == 200
