@@ -96,7 +96,8 @@ def add_files(
             for k, v in report.items():
                 totals[k] = totals.get(k, 0) + v
 
-        sketch = partial(prepare_batch, settings=ix.settings, dims=ix.options.dims, by_url=True)
+        # The records passed the whole rule above (URL steps included): no second URL check.
+        sketch = partial(prepare_batch, settings=ix.settings, dims=ix.options.dims)
         with LocalEngine(workers, window_per_worker=1) as engine:
             for prepared in engine.map(sketch, batches()):
                 count(ix.apply_prepared(prepared).to_dict())

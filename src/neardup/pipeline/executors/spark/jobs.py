@@ -134,6 +134,17 @@ class SparkJobs:
         df.write.mode("overwrite").parquet(path)
         return self.spark.read.parquet(path)
 
+    def _write_small(self, table: pa.Table, name: str) -> Any:
+        """Write `table`, computed on the driver, as the work table `name` (one part file,
+        by pyarrow: no Spark job) and read it back."""
+        import pyarrow.parquet as pq
+
+        folder = self.work / name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        pq.write_table(table, folder / "part-0.parquet")
+        return self.table(name)
+
     def table(self, name: str) -> Any:
         """The work table `name`; `page_text` and `links` are read from the ingest table
         itself (`ingest`), not from copies of it."""
@@ -147,22 +158,27 @@ class SparkJobs:
         each later reader reads only the columns it needs."""
         from pyspark.sql import functions as F
 
-        shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
-        rows = (
-            self.spark.read.parquet(str(self.work / "ingest"))
-            .join(F.broadcast(shift), "input_idx")
-            .withColumn("doc_id", F.col("doc_id") + F.col("shift"))
-        )
+        rows = self._shifted_ingest()
         if name == "page_text":
             return rows.where("text IS NOT NULL").select("doc_id", "text")
         return rows.select(
             F.col("doc_id").alias("src_doc"), F.posexplode("links").alias("pos", "dst_url")
         )
 
-    def ingest(self, outcome: StagesOutcome) -> None:
-        self.current_stage = "ingest"
+    def _shifted_ingest(self) -> Any:
+        """The ingest table with each input's doc ids shifted by the records of the inputs
+        before it (`shifts`, a broadcast join), so they are the embedded engine's ids."""
         from pyspark.sql import functions as F
 
+        shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
+        return (
+            self.spark.read.parquet(str(self.work / "ingest"))
+            .join(F.broadcast(shift), "input_idx")
+            .withColumn("doc_id", F.col("doc_id") + F.col("shift"))
+        )
+
+    def ingest(self, outcome: StagesOutcome) -> None:
+        self.current_stage = "ingest"
         settings, base_url = self.settings, self.base_url
         raw = self.save(
             inputs_frame(self.spark, self.inputs).mapInArrow(
@@ -177,11 +193,7 @@ class SparkJobs:
         for idx, count in counts:
             self.shifts.append((idx, total))
             total += count
-        shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
-        rows = raw.join(F.broadcast(shift), "input_idx").withColumn(
-            "doc_id", F.col("doc_id") + F.col("shift")
-        )
-        self.save(rows.select(*PAGES_RAW_SCHEMA.names), "pages_raw")
+        self.save(self._shifted_ingest().select(*PAGES_RAW_SCHEMA.names), "pages_raw")
         pages = self.table("pages_raw")
         outcome.records = total
         formats = pages.where("skipped_reason IS NULL").groupBy("format").count().collect()
@@ -318,20 +330,16 @@ class SparkJobs:
     def _cluster_on_driver(self) -> None:
         """The views `cluster_of_rep`, `components` and `identical` (per representative
         that has an edge), computed on the driver from the collected edges."""
-        import pyarrow.parquet as pq
         from pyspark.sql import functions as F
 
         edges = self.table("edges").toArrow()
         a = edges.column("doc_a").to_numpy()
         b = edges.column("doc_b").to_numpy()
         touched = np.unique(np.concatenate([a, b]))
-        nodes_path = self.work / "graph_nodes"
-        shutil.rmtree(nodes_path, ignore_errors=True)
-        nodes_path.mkdir(parents=True)
-        pq.write_table(pa.table({"class_id": touched}), nodes_path / "part-0.parquet")
+        nodes = self._write_small(pa.table({"class_id": touched}), "graph_nodes")
         info = (
             self.table("classes")
-            .join(F.broadcast(self.table("graph_nodes")), "class_id")
+            .join(F.broadcast(nodes), "class_id")
             .groupBy("class_id")
             .agg(F.count("*").alias("weight"))
             .join(self.table("page_keys").withColumnRenamed("doc_id", "class_id"), "class_id")
@@ -350,9 +358,6 @@ class SparkJobs:
             info.column("order_key").to_numpy(),
             self.settings,
         )
-        labels_path = self.work / "graph_labels"
-        shutil.rmtree(labels_path, ignore_errors=True)
-        labels_path.mkdir(parents=True)
         labels = pa.table(
             {
                 "doc_id": touched,
@@ -361,8 +366,7 @@ class SparkJobs:
                 "identical": touched[identical],
             }
         )
-        pq.write_table(labels, labels_path / "part-0.parquet")
-        graph = self.table("graph_labels")
+        graph = self._write_small(labels, "graph_labels")
         graph.select("doc_id", "cluster_doc").createOrReplaceTempView("cluster_of_rep")
         graph.select("doc_id", "component").createOrReplaceTempView("components")
         graph.selectExpr("doc_id", "identical AS component").createOrReplaceTempView("identical")
