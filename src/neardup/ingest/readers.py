@@ -28,6 +28,7 @@ from neardup.ingest.html_dir import has_html_files, html_files, iter_html_dir
 from neardup.ingest.limits import entry_problem, safe_text
 from neardup.ingest.record import RawRecord
 from neardup.ingest.remote import (
+    GLOB_CHARS,
     STDIN,
     expand_remote,
     fetch_head,
@@ -47,7 +48,6 @@ _SUFFIX_KINDS = (
     ((".parquet", ".pq"), "parquet"),
     ((".html", ".htm"), "html_dir"),
 )
-_GLOB_CHARS = frozenset("*?[")
 # Sizes of URLs cost a request each: asked in parallel, and not at all for a longer list
 # (a whole published crawl), whose progress bar then counts bytes without a total.
 _SIZE_THREADS = 16
@@ -185,7 +185,7 @@ def _expand_one(path: str) -> list[str]:
     """One path, a glob's matches, or a directory of archives' files."""
     if is_remote(path):
         return expand_remote(path, InputError)
-    if not os.path.exists(path) and _GLOB_CHARS & set(path):
+    if not os.path.exists(path) and GLOB_CHARS & set(path):
         matches = sorted(glob.glob(path, recursive=True))
         if not matches:
             raise InputError(f"{path}: pattern matches no files")

@@ -52,7 +52,8 @@ _PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirecto
 # HTTP statuses worth another try: timeouts, rate limits and server errors.
 _TRANSIENT_STATUS = frozenset({408, 425, 429})
 _NO_LISTING = ("http", "https")
-_GLOB_CHARS = frozenset("*?[")
+# The characters that make a path or URL a glob (for remote listings and local paths alike).
+GLOB_CHARS = frozenset("*?[")
 
 
 def is_remote(path: str) -> bool:
@@ -71,7 +72,7 @@ def expand_remote(url: str, error: Callable[[str], Exception]) -> list[str]:
     HTTP has no listing, so a glob there is refused with `error` (the caller's InputError):
     a paths file is how a published crawl names its files.
     """
-    if url == STDIN or not (_GLOB_CHARS & set(url_name(url))):
+    if url == STDIN or not (GLOB_CHARS & set(url_name(url))):
         return [url]
     scheme = urlsplit(url).scheme.lower()
     if scheme in _NO_LISTING:

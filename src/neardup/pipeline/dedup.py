@@ -36,7 +36,7 @@ from neardup.config import Settings
 from neardup.ingest import detect_input_kind
 from neardup.ingest.html_dir import has_html_files
 from neardup.ingest.limits import short_error
-from neardup.ingest.readers import _GLOB_CHARS
+from neardup.ingest.remote import GLOB_CHARS
 from neardup.pipeline.scan import ScanResult, scan
 from neardup.store import RunError, load_summary, open_run, read_sql
 from neardup.store.outputs import replacing_folder
@@ -305,7 +305,7 @@ def _input_files(raw: str, sources: list[str]) -> list[tuple[str, str]] | str:
     that lie in it or match it, named by their path inside the folder or their file name.
     An HTML folder is one input, written file by file."""
     path = Path(raw)
-    if raw in sources or path.is_file() or (not path.exists() and not _GLOB_CHARS & set(raw)):
+    if raw in sources or path.is_file() or (not path.exists() and not GLOB_CHARS & set(raw)):
         return [(raw, path.name)]
     if path.is_dir():
         if has_html_files(path):
