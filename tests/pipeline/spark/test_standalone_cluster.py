@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -40,10 +40,18 @@ def _spark_bin() -> Path:
     return Path(pyspark.__file__).parent / "bin"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _bound_port(log: Path, pattern: str, deadline: float) -> int | None:
+    """The port a Spark daemon says in its log that it bound (`pattern` has one group), read
+    as it starts. Ports are chosen by the daemons themselves (port 0), not picked here and
+    handed over: a port found free here can be taken by another process before the daemon
+    binds it, and the daemon then falls back to the next one, so a probe of the port picked
+    here reached the master's RPC port instead of its web UI (CI, 2026-11-26)."""
+    while time.monotonic() < deadline:
+        found = re.search(pattern, log.read_text(errors="replace")) if log.exists() else None
+        if found:
+            return int(found.group(1))
+        time.sleep(0.2)
+    return None
 
 
 def _alive_workers(ui_port: int) -> int:
@@ -61,8 +69,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     spark_bin = _spark_bin()
     logs = tmp_path_factory.mktemp("spark-cluster")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(logs)}
-    port, ui_port = _free_port(), _free_port()
-    master_url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen[bytes]] = []
     handles: list[BinaryIO] = []
 
@@ -75,28 +81,39 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
             )
         )
 
+    def fail() -> None:
+        text = "\n".join(
+            (logs / f).read_text(errors="replace")[-2000:]
+            for f in ("master.log", "worker1.log", "worker2.log")
+            if (logs / f).exists()
+        )
+        pytest.fail(f"the standalone cluster did not start:\n{text}")
+
     start(
         "master",
         "org.apache.spark.deploy.master.Master",
-        *("--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port)),
+        *("--host", "127.0.0.1", "--port", "0", "--webui-port", "0"),
     )
-    for n in (1, 2):
-        start(
-            f"worker{n}",
-            "org.apache.spark.deploy.worker.Worker",
-            *("--host", "127.0.0.1", "--cores", "1", "--memory", "1g"),
-            *("--webui-port", str(_free_port()), "--work-dir", str(logs / f"work{n}")),
-            master_url,
-        )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
+        port = _bound_port(
+            logs / "master.log", r"Starting Spark master at spark://[^:]+:(\d+)", deadline
+        )
+        ui_port = _bound_port(logs / "master.log", r"Bound MasterWebUI to .*:(\d+)\s", deadline)
+        if port is None or ui_port is None:
+            fail()
+        master_url = f"spark://127.0.0.1:{port}"
+        for n in (1, 2):
+            start(
+                f"worker{n}",
+                "org.apache.spark.deploy.worker.Worker",
+                *("--host", "127.0.0.1", "--cores", "1", "--memory", "1g"),
+                *("--port", "0", "--webui-port", "0", "--work-dir", str(logs / f"work{n}")),
+                master_url,
+            )
         while _alive_workers(ui_port) < 2:
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                text = "\n".join(
-                    (logs / f).read_text(errors="replace")[-2000:]
-                    for f in ("master.log", "worker1.log", "worker2.log")
-                )
-                pytest.fail(f"the standalone cluster did not start:\n{text}")
+                fail()
             time.sleep(0.5)
         yield master_url, logs
     finally:
