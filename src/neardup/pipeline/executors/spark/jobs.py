@@ -35,20 +35,25 @@ from neardup.config import Settings, SettingsError
 from neardup.ingest.eligibility import enough_words_sql
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
-from neardup.pipeline.executors.spark.ingest import INGEST_SCHEMA, ingest_partition, inputs_frame
+from neardup.pipeline.executors.spark.ingest import (
+    LINKS,
+    RECORDS,
+    SHIFT_SCHEMA,
+    SUMMARY_SCHEMA,
+    TEXTS,
+    ingest_partition,
+    inputs_frame,
+    publish_partition,
+)
 from neardup.pipeline.executors.spark.kernels import (
     BUCKET_PAIRS_SCHEMA,
     CLUSTER_SCHEMA,
     EDGE_SCHEMA,
     KEYS_SCHEMA,
-    PAGE_KEY_SCHEMA,
-    SKETCH_SCHEMA,
     bucket_pair_batches,
     cluster_component,
     key_batches,
-    page_key_batches,
     representative_batches,
-    sketch_batches,
     verify_batches,
 )
 from neardup.pipeline.executors.spark.publish import publish_tables
@@ -63,8 +68,26 @@ SPARK_METHODS = ("minhash", "supershingles")
 # 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
 DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
 DRIVER_GRAPH_EDGES = 10_000_000
-# Work tables read as projections of the ingest table (`SparkJobs.table`), never copied.
-INGEST_VIEWS = ("page_text", "links")
+# Work tables read as projections of the per-input ingest files (`SparkJobs.table`), never
+# copied: (folder, its document id column, the columns).
+INGEST_VIEWS = {
+    "pages_raw": (RECORDS, "doc_id", PAGES_RAW_SCHEMA.names),
+    "links": (LINKS, "src_doc", ["src_doc", "pos", "dst_url"]),
+    "sketches": (
+        TEXTS,
+        "doc_id",
+        [
+            "doc_id",
+            "n_tokens",
+            "n_shingles",
+            "lexical_fp",
+            "shingle_fp",
+            "minhash",
+            "supers",
+            "order_key",
+        ],
+    ),
+}
 
 
 def check_settings(settings: Settings) -> None:
@@ -146,57 +169,58 @@ class SparkJobs:
         return self.table(name)
 
     def table(self, name: str) -> Any:
-        """The work table `name`; `page_text` and `links` are read from the ingest table
-        itself (`ingest`), not from copies of it."""
+        """The work table `name`; `pages_raw`, `links` and `sketches` are read from the
+        ingest tasks' own files (`INGEST_VIEWS`), not from copies of them."""
         if name in INGEST_VIEWS:
-            return self._ingest_view(name)
+            return self._shifted(*INGEST_VIEWS[name])
         return self.spark.read.parquet(str(self.work / name))
 
-    def _ingest_view(self, name: str) -> Any:
-        """`page_text` or `links` as a projection of the ingest table, doc ids shifted to
-        count across the inputs: the page text is written once, by the ingest tasks, and
-        each later reader reads only the columns it needs."""
-        from pyspark.sql import functions as F
-
-        rows = self._shifted_ingest()
-        if name == "page_text":
-            return rows.where("text IS NOT NULL").select("doc_id", "text")
-        return rows.select(
-            F.col("doc_id").alias("src_doc"), F.posexplode("links").alias("pos", "dst_url")
-        )
-
-    def _shifted_ingest(self) -> Any:
-        """The ingest table with each input's doc ids shifted by the records of the inputs
-        before it (`shifts`, a broadcast join), so they are the embedded engine's ids."""
+    def _shifted(self, folder: str, id_column: str, columns: list[str]) -> Any:
+        """The per-input files of `folder` with each input's document ids shifted by the
+        records of the inputs before it (`shifts`, a broadcast join), so they are the
+        embedded engine's ids."""
         from pyspark.sql import functions as F
 
         shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
         return (
-            self.spark.read.parquet(str(self.work / "ingest"))
+            self.spark.read.parquet(str(self.work / folder))
             .join(F.broadcast(shift), "input_idx")
-            .withColumn("doc_id", F.col("doc_id") + F.col("shift"))
+            .withColumn(id_column, F.col(id_column) + F.col("shift"))
+            .select(*columns)
         )
 
     def ingest(self, outcome: StagesOutcome) -> None:
+        """Each input read, extracted and sketched by one task that writes its own files
+        (`spark/ingest.py`); then the ids' shifts, and the run's `page_text` and `sketches`
+        written input by input from those files, ids shifted, in document order."""
         self.current_stage = "ingest"
-        settings, base_url = self.settings, self.base_url
-        raw = self.save(
-            inputs_frame(self.spark, self.inputs).mapInArrow(
-                lambda it: ingest_partition(it, settings, base_url), _spark_schema(INGEST_SCHEMA)
-            ),
-            "ingest",
-        )
-        counts = sorted(
-            (r["input_idx"], r["count"]) for r in raw.groupBy("input_idx").count().collect()
+        settings, base_url, work = self.settings, self.base_url, str(self.work)
+        summary = (
+            inputs_frame(self.spark, self.inputs)
+            .mapInArrow(
+                lambda it: ingest_partition(it, settings, base_url, work),
+                _spark_schema(SUMMARY_SCHEMA),
+            )
+            .collect()
         )
         total = 0
-        for idx, count in counts:
-            self.shifts.append((idx, total))
-            total += count
-        self.save(self._shifted_ingest().select(*PAGES_RAW_SCHEMA.names), "pages_raw")
-        pages = self.table("pages_raw")
+        for row in sorted(summary, key=lambda r: r["input_idx"]):
+            self.shifts.append((row["input_idx"], total))
+            total += row["records"]
+        staging, num_perm = str(self.staging), settings.num_perm
+        shifts = self.spark.sparkContext.parallelize(self.shifts, max(1, len(self.shifts)))
+        self.spark.createDataFrame(shifts, _spark_schema(SHIFT_SCHEMA)).mapInArrow(
+            lambda it: publish_partition(it, work, staging, num_perm),
+            _spark_schema(SHIFT_SCHEMA),
+        ).collect()
         outcome.records = total
-        formats = pages.where("skipped_reason IS NULL").groupBy("format").count().collect()
+        formats = (
+            self.spark.read.parquet(str(self.work / RECORDS))
+            .where("skipped_reason IS NULL")
+            .groupBy("format")
+            .count()
+            .collect()
+        )
         outcome.formats = Counter({(r["format"] or "unknown"): r["count"] for r in formats})
         outcome.with_text = sum(outcome.formats.values())
 
@@ -205,14 +229,9 @@ class SparkJobs:
         raise SettingsError("the Spark engine does not drop common shingles (--max-shingle-df)")
 
     def sketch(self, outcome: StagesOutcome) -> None:
+        """Nothing left to do: the ingest tasks sketched each text while they held it
+        (`spark/ingest.py`), and `sketches` is a projection of their files."""
         self.current_stage = "sketch"
-        settings = self.settings
-        self.save(
-            self.table("page_text").mapInArrow(
-                lambda it: sketch_batches(it, settings), _spark_schema(SKETCH_SCHEMA)
-            ),
-            "sketches",
-        )
 
     def features(self, outcome: StagesOutcome) -> None:
         # Unreachable: `check_settings` refuses the feature methods before the session starts.
@@ -226,30 +245,22 @@ class SparkJobs:
         spark = self.spark
         eligible = self.table("sketches").where(enough_words_sql(settings.min_tokens))
         eligible.createOrReplaceTempView("eligible")
-        urls = eligible.select("doc_id", "shingle_fp").join(
-            self.table("pages_raw").select("doc_id", "url"), "doc_id"
-        )
-        self.save(
-            urls.mapInArrow(page_key_batches, _spark_schema(PAGE_KEY_SCHEMA)), "page_keys"
-        ).createOrReplaceTempView("page_keys")
+        # The page keys came with the sketches (the ingest tasks computed them).
+        eligible.select("doc_id", "order_key").createOrReplaceTempView("page_keys")
         classes = self.save(
             spark.sql(
-                "SELECT e.doc_id, k.order_key, first_value(e.doc_id) OVER ("
-                "PARTITION BY e.shingle_fp ORDER BY k.order_key, e.doc_id) AS class_id "
-                "FROM eligible AS e JOIN page_keys AS k ON k.doc_id = e.doc_id"
+                "SELECT doc_id, order_key, first_value(doc_id) OVER ("
+                "PARTITION BY shingle_fp ORDER BY order_key, doc_id) AS class_id "
+                "FROM eligible"
             ),
             "classes",
         )
         classes.createOrReplaceTempView("classes")
-        # Saved once: the bucket keys and the verification join both read it.
-        reps = self.save(
-            spark.sql(
-                "SELECT e.doc_id, e.minhash, e.supers, c.order_key FROM eligible AS e "
-                "JOIN classes AS c ON c.doc_id = e.doc_id WHERE c.class_id = c.doc_id"
-            ),
-            "reps",
-        )
-        reps.createOrReplaceTempView("reps")
+        # The class representatives are the eligible pages less the few that are not (a
+        # broadcast anti-join while they are few), so the signatures are never shuffled to
+        # find them.
+        others = self.table("classes").where("class_id <> doc_id").select("doc_id")
+        reps = eligible.join(others, "doc_id", "left_anti")
         # Every bucket whole in one partition (hashed on table and key), where the embedded
         # bucket rule runs on it; a pair found in several tables is kept once.
         max_bucket = settings.max_bucket_pairs
@@ -280,8 +291,8 @@ class SparkJobs:
             SELECT c.doc_a, c.doc_b, x.minhash AS minhash_a, y.minhash AS minhash_b,
                 x.supers AS supers_a, y.supers AS supers_b
             FROM candidates AS c
-            JOIN reps AS x ON x.doc_id = c.doc_a
-            JOIN reps AS y ON y.doc_id = c.doc_b
+            JOIN eligible AS x ON x.doc_id = c.doc_a
+            JOIN eligible AS y ON y.doc_id = c.doc_b
             """
         )
         edges = self.save(
@@ -309,6 +320,10 @@ class SparkJobs:
         outcome.large_buckets = int(stats["large_buckets"])
         outcome.verified_pairs = self.table("edges").count()
         outcome.pairs_rows = self.table("pairs").count()
+
+    def page_keys(self) -> Any:
+        """(doc_id, order_key) of every eligible page, from its class row."""
+        return self.table("classes").select("doc_id", "order_key")
 
     def cluster(self, outcome: StagesOutcome) -> None:
         """Components of the verified graph, the clustering rule per component, and every
@@ -342,7 +357,7 @@ class SparkJobs:
             .join(F.broadcast(nodes), "class_id")
             .groupBy("class_id")
             .agg(F.count("*").alias("weight"))
-            .join(self.table("page_keys").withColumnRenamed("doc_id", "class_id"), "class_id")
+            .join(self.page_keys().withColumnRenamed("doc_id", "class_id"), "class_id")
             .toArrow()
             .sort_by("class_id")
         )
@@ -389,7 +404,7 @@ class SparkJobs:
             self.table("classes")
             .groupBy("class_id")
             .agg(F.count("*").alias("weight"))
-            .join(self.table("page_keys").withColumnRenamed("doc_id", "class_id"), "class_id")
+            .join(self.page_keys().withColumnRenamed("doc_id", "class_id"), "class_id")
         )
         # Both sides are read back from Parquet: cogrouping two plans that share the
         # components' lineage trips Spark's self-join ambiguity check.

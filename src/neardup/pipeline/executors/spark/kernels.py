@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup.config import Settings
-from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance, sketch_arrow
+from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
 from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
 from neardup.kernels.graph import (
     Graph,
@@ -27,26 +27,13 @@ from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
 from neardup.pipeline.steps.near_pairs import (
     by_megashingles,
     candidate_keys,
-    page_keys,
     pair_scores,
     passes,
 )
 
-SKETCH_SCHEMA = pa.schema(
-    [
-        ("doc_id", pa.int64()),
-        ("n_tokens", pa.int32()),
-        ("n_shingles", pa.int32()),
-        ("lexical_fp", pa.int64()),
-        ("shingle_fp", pa.int64()),
-        ("minhash", pa.list_(pa.int32())),  # the uint32 values' bits, for Spark's types
-        ("supers", pa.list_(pa.int64())),
-    ]
-)
 KEYS_SCHEMA = pa.schema(
     [("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64()), ("order_key", pa.int64())]
 )
-PAGE_KEY_SCHEMA = pa.schema([("doc_id", pa.int64()), ("order_key", pa.int64())])
 # A partition's candidate pairs, then one row of its statistics (doc_a and doc_b null).
 BUCKET_PAIRS_SCHEMA = pa.schema(
     [
@@ -68,53 +55,11 @@ EDGE_SCHEMA = pa.schema(
 )
 
 
-def _lists(matrix: np.ndarray) -> pa.ListArray:
-    """An N x W matrix as an Arrow list column of N lists of W values."""
-    n, width = matrix.shape
-    offsets = pa.array(np.arange(0, n * width + 1, width, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, pa.array(np.ascontiguousarray(matrix).reshape(-1)))
-
-
 def matrix_of(column: pa.Array | pa.ChunkedArray, width: int, dtype: type) -> np.ndarray:
     """A list column of fixed-width lists back as an N x width matrix."""
     values = pc.list_flatten(column)
     flat = np.asarray(values.to_numpy(zero_copy_only=False))
     return flat.view(dtype).reshape(-1, width) if width else np.empty((len(column), 0), dtype)
-
-
-def sketch_batches(
-    batches: Iterator[pa.RecordBatch], settings: Settings
-) -> Iterator[pa.RecordBatch]:
-    """page_text rows -> sketch rows (`sketch_arrow`, as in the embedded sketch stage)."""
-    for batch in batches:
-        sketch = sketch_arrow(batch.column("text"), settings)
-        minhash = np.ascontiguousarray(sketch.minhash, dtype=SIGNATURE_DTYPE).view(np.int32)
-        yield pa.RecordBatch.from_arrays(
-            [
-                batch.column("doc_id"),
-                pa.array(sketch.n_tokens, pa.int32()),
-                pa.array(sketch.n_shingles, pa.int32()),
-                pa.array(sketch.lexical_fp, pa.int64()),
-                pa.array(sketch.shingle_fp, pa.int64()),
-                _lists(minhash),
-                _lists(np.asarray(sketch.supershingles, dtype=np.int64)),
-            ],
-            schema=SKETCH_SCHEMA,
-        )
-
-
-def page_key_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(doc_id, url, shingle_fp) rows -> each page's tie-break key (`page_keys`, as the
-    embedded near stage computes it)."""
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        keys = page_keys(
-            batch.column("url").to_pylist(), np.asarray(batch.column("shingle_fp"), np.int64)
-        )
-        yield pa.RecordBatch.from_arrays(
-            [batch.column("doc_id"), pa.array(keys, pa.int64())], schema=PAGE_KEY_SCHEMA
-        )
 
 
 def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:

@@ -154,18 +154,8 @@ def publish_tables(
 
     pairs = table("pairs")
     _sorted_write(pairs, staging / "pairs.parquet", _order("pairs"), pairs.columns)
-    text = table("page_text")
-    _sorted_write(text, staging / "page_text.parquet", [F.col("doc_id")], text.columns)
-    sketch_columns = ["doc_id", "n_tokens", "n_shingles", "lexical_fp", "shingle_fp"]
-    # The uint32 values as int64, as the embedded export stores them: widened after the
-    # sort, so the shuffle carries the 4-byte values.
-    unsigned = F.expr("transform(minhash, x -> CAST(x AS BIGINT) & 4294967295)")
-    _sorted_write(
-        sketches.select(*sketch_columns, "minhash"),
-        staging / "sketches.parquet",
-        [F.col("doc_id")],
-        [*sketch_columns, unsigned.alias("minhash")],
-    )
+    # `page_text.parquet` and `sketches.parquet` were written input by input by the ingest
+    # stage (`spark.ingest.publish_input`), already in document order.
 
     resolve_targets(spark, save)
     links = spark.sql(LINKS_SQL)
