@@ -169,10 +169,18 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def http_steps(store: Path, src: Path, edits: Path, new: list, requests: int, log: Path) -> dict:
+def http_steps(
+    store: Path, src: Path, edits: Path, new: list, requests: int, log: Path, body: str = "both"
+) -> dict:
     """Against `neardup serve`: the edits, then new pages through `POST /pages` (batches of
-    1,000), then the status/check load from another process."""
+    1,000), then the status/check load from another process. `body`: the form of the
+    batches, "json" (`{"pages": [...]}`), "arrow" (an Arrow IPC stream,
+    `service/bulk_body.py`) or "both": the edits as JSON, and the new pages in four
+    quarters, JSON, Arrow, JSON, Arrow, so each form's pages/s is measured on the same
+    server over the same range of index sizes."""
     import httpx
+
+    from neardup.service.bulk_body import ARROW_STREAM, arrow_body
 
     port = free_port()
     env = {**os.environ, "NEARDUP_TOKEN": "bench-token"}
@@ -191,13 +199,20 @@ def http_steps(store: Path, src: Path, edits: Path, new: list, requests: int, lo
         out: dict = {"open_s": time.perf_counter() - t_open}
         headers = {"Authorization": "Bearer bench-token"}
 
-        def post(pages: list) -> float:
+        def post(pages: list, form: str) -> float:
             """Batches of 1,000 from 2 client threads, as a crawler's fetchers send them:
-            one batch is parsed and sketched while the other is applied."""
+            one batch is parsed and sketched while the other is applied. The client encodes
+            each batch in its thread, inside the time: on this machine its CPU is the
+            server's."""
             from concurrent.futures import ThreadPoolExecutor
 
             def send(i: int) -> None:
-                r = client.post("/pages", json={"pages": pages[i : i + 1000]}, headers=headers)
+                batch = pages[i : i + 1000]
+                if form == "arrow":
+                    arrow = {**headers, "Content-Type": ARROW_STREAM}
+                    r = client.post("/pages", content=arrow_body(batch), headers=arrow)
+                else:
+                    r = client.post("/pages", json={"pages": batch}, headers=headers)
                 r.raise_for_status()
 
             t0 = time.perf_counter()
@@ -208,8 +223,21 @@ def http_steps(store: Path, src: Path, edits: Path, new: list, requests: int, lo
         with open(edits, encoding="utf-8") as f:
             changed = [json.loads(line) for line in f]
         out["update_pages"] = len(changed)
-        out["update_s"] = post(changed)
-        out["post_pages_per_s"] = len(new) / post(new)
+        out["update_s"] = post(changed, "json" if body == "both" else body)
+        forms = ("json", "arrow") if body == "both" else (body,)
+        parts = len(forms) * (2 if body == "both" else 1)
+        step = -(-len(new) // parts)
+        spent = dict.fromkeys(forms, 0.0)
+        sent = dict.fromkeys(forms, 0)
+        for k in range(parts):
+            form = forms[k % len(forms)]
+            chunk = new[k * step : (k + 1) * step]
+            spent[form] += post(chunk, form)
+            sent[form] += len(chunk)
+        for form in forms:
+            out[f"post_{form}_pages_per_s"] = sent[form] / spent[form]
+        # the row's figure: JSON's where it was measured (the figure of earlier runs)
+        out["post_pages_per_s"] = out[f"post_{forms[0]}_pages_per_s"]
         with open(src, encoding="utf-8") as f:
             urls = [json.loads(line)["url"] for _, line in zip(range(50_000), f, strict=False)]
         uf, tf = OUT / "load-urls.txt", OUT / "load-texts.json"
@@ -270,6 +298,44 @@ def component_cost(sizes: tuple[int, ...] = (100, 1000, 5000), updates: int = 20
             }
         )
         print(f"component of {m:,}: {out[-1]}", flush=True)
+    return out
+
+
+def body_cost(pages: int = 1000, repeat: int = 30) -> dict[str, float]:
+    """Milliseconds per batch of `pages` web-like pages, in-process, for each `POST /pages`
+    body: the client's encoding, and the server's work from body bytes to the index's
+    updates (the JSON form: FastAPI's `json.loads` and the `PagesIn` model; NDJSON, a form
+    weighed and not built: a `json.loads` a line and the same model; Arrow:
+    `bulk_body.read_arrow_pages`). The medians of `repeat` runs."""
+    import statistics
+
+    from pydantic import TypeAdapter
+
+    from neardup.service.api_models import PagesIn, page_updates
+    from neardup.service.bulk_body import arrow_body, read_arrow_pages
+
+    batch = new_pages(pages, seed=5)
+    model = TypeAdapter(PagesIn)
+    as_json = json.dumps({"pages": batch}).encode()
+    as_lines = "\n".join(json.dumps(p) for p in batch).encode()
+    as_arrow = arrow_body(batch)
+    steps = {
+        "json_encode": lambda: json.dumps({"pages": batch}).encode(),
+        "json_read": lambda: page_updates(model.validate_python(json.loads(as_json)).pages),
+        "ndjson_read": lambda: page_updates(
+            model.validate_python({"pages": [json.loads(x) for x in as_lines.split(b"\n")]}).pages
+        ),
+        "arrow_encode": lambda: arrow_body(batch),
+        "arrow_read": lambda: read_arrow_pages(as_arrow),
+    }
+    out: dict[str, float] = {"json_mb": len(as_json) / 1e6, "arrow_mb": len(as_arrow) / 1e6}
+    for name, step in steps.items():
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - t0) * 1000)
+        out[f"{name}_ms"] = statistics.median(times)
     return out
 
 
@@ -358,7 +424,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--http-only", action="store_true", help="only: step 2 against the last store, new pages"
     )
+    ap.add_argument(
+        "--body",
+        choices=("json", "arrow", "both"),
+        default="both",
+        help="POST /pages bodies: JSON, an Arrow IPC stream, or both side by side (default)",
+    )
+    ap.add_argument(
+        "--body-cost",
+        action="store_true",
+        help="only: per-batch cost of each POST /pages body form, in-process",
+    )
     a = ap.parse_args(argv)
+    if a.body_cost:
+        print(json.dumps(body_cost(), indent=2))
+        return 0
     if a.component:
         rows = component_cost()
         OUT.mkdir(parents=True, exist_ok=True)
@@ -378,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             new,
             a.requests,
             work / "serve-again.log",
+            a.body,
         )
         print(json.dumps(step))
         return 0
@@ -397,8 +478,18 @@ def main(argv: list[str] | None = None) -> int:
     new = new_pages(20_000)
     with open(final, "a", encoding="utf-8") as f:
         f.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in new)
-    res["http"] = h = http_steps(store, src, edits, new, a.requests, work / "serve.log")
+    res["http"] = h = http_steps(store, src, edits, new, a.requests, work / "serve.log", a.body)
     print(f"http: {h}", flush=True)
+    print(
+        "POST /pages: "
+        + ", ".join(
+            f"{f} {h[f'post_{f}_pages_per_s']:,.0f}"
+            for f in ("json", "arrow")
+            if f"post_{f}_pages_per_s" in h
+        )
+        + " pages/s",
+        flush=True,
+    )
     secs, rss = run([*CLI, "scan", str(final), "--out", str(run_dir), "--force"], work / "scan.log")
     res.update(rescan_s=secs, rescan_rss_mb=rss, update_vs_rescan=secs / h["update_s"])
     print(f"re-scan: {secs:.1f} s ({res['update_vs_rescan']:.1f}x the update)", flush=True)

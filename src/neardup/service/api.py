@@ -16,14 +16,15 @@ the `fastapi-offline` package, so it works without a CDN.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
@@ -39,7 +40,9 @@ from neardup.service.api_models import (
     RemoveIn,
     Url,
     error_responses,
+    page_updates,
 )
+from neardup.service.bulk_body import ARROW_STREAM, read_arrow_pages
 from neardup.service.door import (
     ANY_REQUEST,
     MAX_BODY,
@@ -93,6 +96,35 @@ def service_error(_: Request, exc: Exception) -> ErrorResponse:
     """An update the index refuses, with its reason: 404 or 409 for the two rules the schema
     cannot state (`REFUSED`), 422 for anything else (a Python caller's bad update)."""
     return ErrorResponse({"detail": str(exc)}, status_code=REFUSED.get(type(exc), 422))
+
+
+ARROW_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": "binary",
+    "description": "an Arrow IPC stream, uncompressed, with a column url (string) and any of "
+    "text, html, redirect_to (string) and links_in (integer); a null is an absent field",
+}
+
+
+class PagesRoute(APIRoute):
+    """`POST /pages`, whose body is JSON (FastAPI's own handler and the published model) or
+    an Arrow IPC stream (`bulk_body.read_arrow_pages`), chosen by `Content-Type`. A route
+    class because FastAPI reads a body by one model before any code of the route runs."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        as_json = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+            if media != ARROW_STREAM:
+                return await as_json(request)
+            body = await request.body()
+            ix: ServiceIndex = request.app.state.index
+            # Reading the stream and applying it are both work: off the event loop.
+            report = await run_in_threadpool(lambda: ix.apply(read_arrow_pages(body)))
+            return JSONResponse(report.to_dict())
+
+        return handler
 
 
 def create_service_app(
@@ -160,27 +192,26 @@ def create_service_app(
         409: "a page redirecting to itself",
     }
 
-    @app.post(
-        "/pages",
-        dependencies=token,
-        responses={**refused, **error_responses(404, 409, 422, described=rules)},
-    )
     def add_pages(body: PagesIn) -> dict[str, Any]:
         """Add or update a batch of pages (one transaction; for a URL given twice, the
         last entry wins). Each page gives exactly one of text, html or redirect_to, or only
         links_in for a page the index holds (else 404); a page may not redirect to itself
-        (409). Either refusal leaves the whole batch unapplied."""
-        updates = [
-            PageUpdate(
-                p.url,
-                getattr(p, "text", None),
-                getattr(p, "html", None),
-                getattr(p, "redirect_to", None),
-                p.links_in,
-            )
-            for p in body.pages
-        ]
-        return ix.apply(updates).to_dict()
+        (409). Either refusal leaves the whole batch unapplied. The batch comes as JSON or,
+        without a JSON object per page, as an Arrow IPC stream
+        (`application/vnd.apache.arrow.stream`) of the columns url, text, html, redirect_to
+        and links_in, a null being an absent field, under the same rules and errors (`loc`
+        names the row)."""
+        return ix.apply(page_updates(body.pages)).to_dict()
+
+    app.router.add_api_route(
+        "/pages",
+        add_pages,
+        methods=["POST"],
+        dependencies=token,
+        responses={**refused, **error_responses(404, 409, 422, described=rules)},
+        openapi_extra={"requestBody": {"content": {ARROW_STREAM: {"schema": ARROW_SCHEMA}}}},
+        route_class_override=PagesRoute,
+    )
 
     @app.delete("/pages", dependencies=token, responses={**refused, **error_responses(422)})
     def remove_pages(body: RemoveIn) -> dict[str, Any]:

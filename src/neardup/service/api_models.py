@@ -9,7 +9,7 @@ server agree on what is valid. Body models are strict: `"3"` is not an integer h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from pydantic import (
@@ -23,7 +23,7 @@ from pydantic import (
     Tag,
 )
 
-from neardup.service.updates import MAX_LINKS, PAGE_ONE_OF
+from neardup.service.updates import MAX_LINKS, PAGE_ONE_OF, PageUpdate
 
 MAX_BATCH = 10_000
 MAX_URL = 8192
@@ -123,6 +123,23 @@ PageIn = Annotated[
 
 class PagesIn(_Closed):
     pages: list[PageIn] = Field(max_length=MAX_BATCH)
+
+
+def page_updates(
+    pages: Iterable[TextPage | HtmlPage | RedirectPage | LinksPage],
+) -> list[PageUpdate]:
+    """The index's updates for validated pages: what `POST /pages` applies, whether the
+    pages came as JSON or, row by row, as an Arrow stream (`bulk_body.py`)."""
+    return [
+        PageUpdate(
+            p.url,
+            getattr(p, "text", None),
+            getattr(p, "html", None),
+            getattr(p, "redirect_to", None),
+            p.links_in,
+        )
+        for p in pages
+    ]
 
 
 class CheckText(_Closed):
