@@ -1,13 +1,13 @@
 """`POST /pages` as an Arrow IPC stream: a batch of pages as columns, with no JSON object per
 page to encode, decode and validate.
 
-Why: at 1,000 web-like pages a batch (2.8 MB), the JSON form costs the client about 4.6 ms to
-encode and the server about 9.4 ms to decode and validate (one dict and one pydantic model a
+Why: at 1,000 web-like pages a batch (2.8 MB), the JSON form costs the client about 5 ms to
+encode and the server about 8 ms to decode and validate (one dict and one pydantic model a
 page), on a machine whose two cores also sketch the pages; the same batch as an Arrow stream
-is encoded in 0.3 ms and read, checked and turned into updates in about 1 ms (columns
-url, text, html, redirect_to, links_in; figures and the command in docs/service.md). NDJSON
-was measured too and left out: a JSON object a line keeps both costs (a parse and a model
-per page).
+(columns url, text, html, redirect_to, links_in) is encoded in under 1 ms and read, checked
+and turned into updates in under 1 ms (`bench/service_scale.py --body-cost`; figures in
+docs/service.md). NDJSON was measured too and left out: a JSON object a line keeps both
+costs (a parse and a model per page).
 
 One set of rules: a stream is taken on the fast path only when whole-column checks prove
 that the JSON form's model (`api_models.PagesIn`) would take every row (exactly one of
@@ -80,7 +80,7 @@ def read_arrow_pages(body: bytes) -> list[PageUpdate]:
             "too_long",
         )
     try:
-        _check_utf8(table)
+        _check_buffers(table)
         if _fast_path_holds(table):
             n = table.num_rows
             cols = [
@@ -96,8 +96,8 @@ def read_arrow_pages(body: bytes) -> list[PageUpdate]:
 
 
 def _read_table(body: bytes) -> pa.Table:
-    """The stream's record batches as one table, each buffer checked against its metadata
-    (offsets in bounds, UTF-8 left to `_check_utf8`) before any value is read."""
+    """The stream's record batches as one table; its buffers are checked in full by
+    `_check_buffers` before any value is read."""
     try:
         compressed = _compressed(body)
         table = None if compressed else pa.ipc.open_stream(body).read_all()
@@ -112,7 +112,7 @@ def _read_table(body: bytes) -> pa.Table:
     return table
 
 
-def _check_utf8(table: pa.Table) -> None:
+def _check_buffers(table: pa.Table) -> None:
     """Every buffer consistent (`validate(full=True)`), and every string valid UTF-8: a bad
     string is named by row, as the JSON form names a lone surrogate; a bad buffer is a bad
     stream."""
@@ -125,7 +125,9 @@ def _check_utf8(table: pa.Table) -> None:
             problem = err
         if col.type not in _STRINGS:
             raise _refused(("body",), f"column {name}: {_first_line(problem)}")
-        as_bytes = col.cast(pa.binary() if col.type == pa.string() else pa.large_binary())
+        binary = pa.binary() if col.type == pa.string() else pa.large_binary()
+        # the same buffers seen as bytes (no copy, no value read): valid unless UTF-8 is not
+        as_bytes = pa.chunked_array([c.view(binary) for c in col.chunks], binary)
         try:
             as_bytes.validate(full=True)
         except pa.ArrowException:
