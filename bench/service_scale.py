@@ -11,16 +11,19 @@ Every step is a separate process, as a user runs it, and its peak RSS is that pr
    real pages, 10 % planted copies): pages/s and peak RSS.
 2. `neardup serve` on that store, on loopback: the time to open it; an update batch of 1 % of
    the pages edited (3 words replaced each) through `POST /pages`; 20,000 new pages through
-   `POST /pages` (batches of 1,000 from 2 client threads); then 8 client threads in another
-   process, 90 % `GET /status` and 10 % `POST /check`: p50/p99 of each, and the server's
-   peak RSS.
+   `POST /pages` (batches of 1,000 from 2 client threads), as JSON and as an Arrow IPC
+   stream side by side (`--body`, default both: quarters JSON, Arrow, JSON, Arrow); then 8
+   client threads in another process, 90 % `GET /status` and 10 % `POST /check`: p50/p99
+   of each, and the server's peak RSS.
 3. `neardup scan` of the same final pages (the re-scan the update saves), timed; its partition
    is the independent reference: REP and RER of the service's same-group pairs against the
    scan's, counted exactly in DuckDB (pairs per cluster x group cell).
 4. Where Debian's `wrk` is installed, the same latencies measured by it (7 connections on
    `/status`, 1 on `/check`): the server's own, without a Python client's CPU.
 
-Results go to bench/out/service_scale-N.json and a Markdown row on stdout.
+Results go to bench/out/service_scale-N.json and a Markdown row on stdout (its POST /pages
+figure is JSON's; a line before it gives both forms). `--body-cost` only measures, in one
+process, each body form's cost per batch of 1,000 pages (client encoding, server decoding).
 """
 
 from __future__ import annotations

@@ -5,12 +5,14 @@ Host, rate, token and body size are judged by the shared door (`service/door.py`
 headers, before the app reads a body byte. The request models (`service/api_models.py`) are
 the published schema, and every error, whoever raises it, has the one body `Error`, so the
 OpenAPI document says exactly what the API accepts and answers (checked by a schemathesis
-run in `tests/service/test_openapi_fuzz.py`). The two rules of `POST /pages` that JSON Schema
-cannot state have statuses of their own, listed for the route: 404 for `links_in` alone on
-a URL the index does not hold (the page to update is not there), 409 for a page redirecting
-to itself (the page as sent conflicts with itself). Neither is a 422, which says the request
-breaks its schema: these requests keep it. The docs page's Swagger UI assets come from
-the `fastapi-offline` package, so it works without a CDN.
+run in `tests/service/test_openapi_fuzz.py`). `POST /pages` also takes its batch as an
+Arrow IPC stream (`service/bulk_body.py`, the route class `PagesRoute`), listed as a second
+request body and held to the same model and errors. The two rules of `POST /pages` that
+JSON Schema cannot state have statuses of their own, listed for the route: 404 for
+`links_in` alone on a URL the index does not hold (the page to update is not there), 409 for
+a page redirecting to itself (the page as sent conflicts with itself). Neither is a 422,
+which says the request breaks its schema: these requests keep it. The docs page's Swagger
+UI assets come from the `fastapi-offline` package, so it works without a CDN.
 """
 
 from __future__ import annotations
