@@ -10,7 +10,13 @@ import pytest
 from neardup.config import Settings, SettingsError
 from neardup.kernels.buckets import bucket_candidates, unpack_pairs
 from neardup.pipeline.executors.spark.jobs import check_settings
-from neardup.pipeline.executors.spark.kernels import BUCKET_PAIRS_SCHEMA, bucket_pair_batches
+from neardup.pipeline.executors.spark.kernels import (
+    BUCKET_PAIRS_SCHEMA,
+    bucket_blob_batches,
+    bucket_pair_batches,
+    key_blob_batches,
+)
+from neardup.pipeline.steps.near_pairs import candidate_keys
 
 
 @pytest.mark.parametrize("max_bucket", [2, 5, 64])
@@ -70,3 +76,56 @@ def test_partitioned_bucket_pairs_match_the_embedded_join(max_bucket, partitions
 def test_unsupported_settings_are_refused_before_any_work(settings):
     with pytest.raises(SettingsError, match="Spark engine"):
         check_settings(settings)
+
+
+@pytest.mark.parametrize("tasks,partitions", [(1, 1), (3, 2), (5, 4)])
+def test_key_blobs_give_the_embedded_candidates(tasks, partitions):
+    """Signatures split over `tasks`, their keys dealt into blobs (`key_blob_batches`), the
+    blobs hashed onto `partitions` as Spark's repartition on `part` does, and each
+    partition paired (`bucket_blob_batches`): the embedded engine's candidate pairs over all
+    signatures at once, whatever the split."""
+    settings = Settings()
+    rng = np.random.default_rng(tasks * 10 + partitions)
+    n = 300
+    base = rng.integers(0, 2**32, size=(40, settings.num_perm), dtype=np.uint64)
+    # Near copies of 40 originals: some bands agree, some do not.
+    signatures = base[rng.integers(0, 40, n)].astype(np.uint32)
+    noise = rng.random(signatures.shape) < 0.15
+    signatures[noise] = rng.integers(0, 2**32, int(noise.sum()), dtype=np.uint64).astype(np.uint32)
+    docs = np.arange(n, dtype=np.int64) * 3
+    order = rng.integers(-1000, 1000, n).astype(np.int64)
+    keys, _, _ = candidate_keys(
+        signatures, np.zeros((n, 0), np.int64), np.arange(n, dtype=np.int64), settings
+    )
+    packed, stats = bucket_candidates(keys, docs, settings.max_bucket_pairs, order)
+    a, b = unpack_pairs(packed)
+    expected = set(zip(a.tolist(), b.tolist(), strict=True))
+    assert expected  # the copies collide in some band
+
+    rows = pa.table(
+        {
+            "doc_id": docs,
+            "minhash": pa.array(list(signatures.view(np.int32)), pa.list_(pa.int32())),
+            "supers": pa.array([[]] * n, pa.list_(pa.int64())),
+            "order_key": order,
+        }
+    )
+    parts = partitions * 4
+    blobs = [
+        blob
+        for chunk in np.array_split(np.arange(n), tasks)
+        for blob in key_blob_batches(iter(rows.take(chunk).to_batches(50)), settings, parts)
+    ]
+    found: set[tuple[int, int]] = set()
+    emitted = 0
+    for partition in range(partitions):
+        mine = [blob for blob in blobs if blob.column("part")[0].as_py() % partitions == partition]
+        out = pa.Table.from_batches(
+            list(bucket_blob_batches(iter(mine), settings.max_bucket_pairs)),
+            schema=BUCKET_PAIRS_SCHEMA,
+        )
+        pairs = out.filter(out["doc_a"].is_valid())
+        found |= set(zip(pairs["doc_a"].to_pylist(), pairs["doc_b"].to_pylist(), strict=True))
+        emitted += sum(out.filter(out["doc_a"].is_null())["emitted"].to_pylist())
+    assert found == expected
+    assert emitted == stats.emitted

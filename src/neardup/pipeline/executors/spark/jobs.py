@@ -49,10 +49,10 @@ from neardup.pipeline.executors.spark.kernels import (
     BUCKET_PAIRS_SCHEMA,
     CLUSTER_SCHEMA,
     EDGE_SCHEMA,
-    KEYS_SCHEMA,
-    bucket_pair_batches,
+    KEY_BLOBS_SCHEMA,
+    bucket_blob_batches,
     cluster_component,
-    key_batches,
+    key_blob_batches,
     representative_batches,
     verify_batches,
 )
@@ -68,6 +68,9 @@ SPARK_METHODS = ("minhash", "supershingles")
 # 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
 DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
 DRIVER_GRAPH_EDGES = 10_000_000
+# Parts of bucket keys per shuffle partition (`kernels.key_blob_batches`): several, so that
+# the hash of a part onto the partitions evens out.
+BLOB_PARTS = 4
 # Work tables read as projections of the per-input ingest files (`SparkJobs.table`), never
 # copied: (folder, its document id column, the columns).
 INGEST_VIEWS = {
@@ -256,20 +259,23 @@ class SparkJobs:
             "classes",
         )
         classes.createOrReplaceTempView("classes")
-        # The class representatives are the eligible pages less the few that are not (a
-        # broadcast anti-join while they are few), so the signatures are never shuffled to
-        # find them.
-        others = self.table("classes").where("class_id <> doc_id").select("doc_id")
+        # The class representatives are the eligible pages less the few that are not: saved
+        # on their own, so Spark knows they are few and broadcasts them into an anti-join
+        # (the signatures are never shuffled to find the representatives).
+        others = self.save(classes.where("class_id <> doc_id").select("doc_id"), "non_reps")
         reps = eligible.join(others, "doc_id", "left_anti")
         # Every bucket whole in one partition (hashed on table and key), where the embedded
         # bucket rule runs on it; a pair found in several tables is kept once.
         max_bucket = settings.max_bucket_pairs
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        parts = partitions * BLOB_PARTS
         bucket_pairs = self.save(
-            reps.mapInArrow(lambda it: key_batches(it, settings), _spark_schema(KEYS_SCHEMA))
-            .repartition(partitions, "tbl", "key")
+            reps.mapInArrow(
+                lambda it: key_blob_batches(it, settings, parts), _spark_schema(KEY_BLOBS_SCHEMA)
+            )
+            .repartition(partitions, "part")
             .mapInArrow(
-                lambda it: bucket_pair_batches(it, max_bucket), _spark_schema(BUCKET_PAIRS_SCHEMA)
+                lambda it: bucket_blob_batches(it, max_bucket), _spark_schema(BUCKET_PAIRS_SCHEMA)
             ),
             "bucket_pairs",
         )
@@ -286,13 +292,18 @@ class SparkJobs:
             .collect()[0]
         )
         candidates.createOrReplaceTempView("candidates")
+        self._signatures_of(
+            candidates.selectExpr("doc_a AS doc_id").union(candidates.selectExpr("doc_b")),
+            "candidate_docs",
+            ["minhash", "supers"],
+        ).createOrReplaceTempView("candidate_sketches")
         pairs_with_sketches = spark.sql(
             """
             SELECT c.doc_a, c.doc_b, x.minhash AS minhash_a, y.minhash AS minhash_b,
                 x.supers AS supers_a, y.supers AS supers_b
             FROM candidates AS c
-            JOIN eligible AS x ON x.doc_id = c.doc_a
-            JOIN eligible AS y ON y.doc_id = c.doc_b
+            JOIN candidate_sketches AS x ON x.doc_id = c.doc_a
+            JOIN candidate_sketches AS y ON y.doc_id = c.doc_b
             """
         )
         edges = self.save(
@@ -320,6 +331,13 @@ class SparkJobs:
         outcome.large_buckets = int(stats["large_buckets"])
         outcome.verified_pairs = self.table("edges").count()
         outcome.pairs_rows = self.table("pairs").count()
+
+    def _signatures_of(self, docs: Any, name: str, columns: list[str]) -> Any:
+        """`columns` of the sketches of the pages `docs` (a doc_id column, repeats allowed):
+        the few pages a join needs signatures for, saved as `name` so Spark knows they are
+        few and broadcasts them into a semi-join, instead of shuffling every signature."""
+        wanted = self.save(docs.distinct(), name)
+        return self.table("sketches").select("doc_id", *columns).join(wanted, "doc_id", "left_semi")
 
     def page_keys(self) -> Any:
         """(doc_id, order_key) of every eligible page, from its class row."""
@@ -461,7 +479,10 @@ class SparkJobs:
             """
         )
         assigned.createOrReplaceTempView("assigned")
-        self.table("sketches").select("doc_id", "minhash").createOrReplaceTempView("signatures")
+        moved = assigned.where("cluster_id <> doc_id")
+        self._signatures_of(
+            moved.select("doc_id").union(moved.selectExpr("cluster_id")), "moved_docs", ["minhash"]
+        ).createOrReplaceTempView("signatures")
         own = spark.sql(
             "SELECT *, CAST(1.0 AS FLOAT) AS similarity_to_representative "
             "FROM assigned WHERE cluster_id = doc_id"

@@ -34,6 +34,10 @@ from neardup.pipeline.steps.near_pairs import (
 KEYS_SCHEMA = pa.schema(
     [("tbl", pa.int32()), ("key", pa.int64()), ("doc_id", pa.int64()), ("order_key", pa.int64())]
 )
+# A task's bucket keys dealt into parts by (table, key): one row per part (or per 64 MiB of
+# it), the rows of KEYS_SCHEMA as one Arrow IPC stream (`key_blob_batches`).
+KEY_BLOBS_SCHEMA = pa.schema([("part", pa.int32()), ("keys", pa.binary())])
+BLOB_ROWS = (64 << 20) // 28  # KEYS_SCHEMA rows are 28 bytes
 # A partition's candidate pairs, then one row of its statistics (doc_a and doc_b null).
 BUCKET_PAIRS_SCHEMA = pa.schema(
     [
@@ -87,6 +91,62 @@ def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterat
             ],
             schema=KEYS_SCHEMA,
         )
+
+
+def key_parts(tbl: np.ndarray, key: np.ndarray, parts: int) -> np.ndarray:
+    """The part of each bucket key, a hash of (table, key) (splitmix64's finaliser): every
+    row of one bucket gets one part."""
+    x = key.astype(np.uint64) ^ (tbl.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return (x % np.uint64(parts)).astype(np.int32)
+
+
+def key_blob_batches(
+    batches: Iterator[pa.RecordBatch], settings: Settings, parts: int
+) -> Iterator[pa.RecordBatch]:
+    """Class representatives -> their bucket keys (`key_batches`), dealt into `parts` parts
+    by (table, key), each part's keys of the whole task as one Arrow IPC stream in one row.
+
+    Why blobs: the keys are 18 rows a page at the default settings, and Spark moved them a
+    row at a time (Arrow to JVM rows, a shuffle of rows, rows back to Arrow), which cost
+    several times the numba work on them; a shuffle of a few large binary rows per task
+    costs a copy of the bytes. The partitioning is the same: a bucket is whole in one part,
+    and a part in one partition."""
+    found = [batch for batch in key_batches(batches, settings) if batch.num_rows]
+    if not found:
+        return
+    keys = pa.Table.from_batches(found)
+    del found
+    part = key_parts(keys.column("tbl").to_numpy(), keys.column("key").to_numpy(), parts)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+    for p in range(parts):
+        lo, hi = int(bounds[p]), int(bounds[p + 1])
+        for start in range(lo, hi, BLOB_ROWS):
+            rows = keys.take(pa.array(order[start : min(hi, start + BLOB_ROWS)]))
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, KEYS_SCHEMA) as writer:
+                writer.write_table(rows)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([p], pa.int32()), pa.array([sink.getvalue().to_pybytes()], pa.binary())],
+                schema=KEY_BLOBS_SCHEMA,
+            )
+
+
+def bucket_blob_batches(
+    batches: Iterator[pa.RecordBatch], max_bucket: int
+) -> Iterator[pa.RecordBatch]:
+    """One partition of key blobs (`key_blob_batches`) -> its candidate pairs and its
+    statistics row, by `bucket_pair_batches` over the keys the blobs hold."""
+
+    def keys() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for blob in batch.column("keys").to_pylist():
+                yield from pa.ipc.open_stream(blob).read_all().to_batches()
+
+    yield from bucket_pair_batches(keys(), max_bucket)
 
 
 def bucket_pair_batches(
