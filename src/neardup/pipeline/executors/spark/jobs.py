@@ -52,11 +52,16 @@ from neardup.pipeline.executors.spark.kernels import (
     KEY_BLOBS_SCHEMA,
     bucket_blob_batches,
     cluster_component,
-    key_blob_batches,
     representative_batches,
     verify_batches,
 )
 from neardup.pipeline.executors.spark.publish import publish_tables
+from neardup.pipeline.executors.spark.signatures import (
+    RANGES_SCHEMA,
+    WANTED_SCHEMA,
+    rep_key_blobs,
+    wanted_signatures,
+)
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
@@ -139,6 +144,8 @@ class SparkJobs:
         self._stage = "start"
         # (input index, doc ids of the inputs before it), set by the ingest stage
         self.shifts: list[tuple[int, int]] = []
+        # (input index, its first doc id, the next input's), set by the ingest stage
+        self.ranges: list[tuple[int, int, int]] = []
         work.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -209,6 +216,7 @@ class SparkJobs:
         total = 0
         for row in sorted(summary, key=lambda r: r["input_idx"]):
             self.shifts.append((row["input_idx"], total))
+            self.ranges.append((row["input_idx"], total, total + row["records"]))
             total += row["records"]
         staging, num_perm = str(self.staging), settings.num_perm
         shifts = self.spark.sparkContext.parallelize(self.shifts, max(1, len(self.shifts)))
@@ -248,8 +256,6 @@ class SparkJobs:
         spark = self.spark
         eligible = self.table("sketches").where(enough_words_sql(settings.min_tokens))
         eligible.createOrReplaceTempView("eligible")
-        # The page keys came with the sketches (the ingest tasks computed them).
-        eligible.select("doc_id", "order_key").createOrReplaceTempView("page_keys")
         classes = self.save(
             spark.sql(
                 "SELECT doc_id, order_key, first_value(doc_id) OVER ("
@@ -259,19 +265,20 @@ class SparkJobs:
             "classes",
         )
         classes.createOrReplaceTempView("classes")
-        # The class representatives are the eligible pages less the few that are not: saved
-        # on their own, so Spark knows they are few and broadcasts them into an anti-join
-        # (the signatures are never shuffled to find the representatives).
-        others = self.save(classes.where("class_id <> doc_id").select("doc_id"), "non_reps")
-        reps = eligible.join(others, "doc_id", "left_anti")
+        # The class representatives are the eligible pages less the few that are not (the
+        # page keys came with the sketches); the band keys of the representatives are
+        # computed by Python tasks that read the signatures where the ingest left them
+        # (`spark/signatures.py`), so no signature passes through Spark's rows.
+        self.save(classes.where("class_id <> doc_id").select("doc_id"), "non_reps")
         # Every bucket whole in one partition (hashed on table and key), where the embedded
         # bucket rule runs on it; a pair found in several tables is kept once.
         max_bucket = settings.max_bucket_pairs
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         parts = partitions * BLOB_PARTS
+        work = str(self.work)
         bucket_pairs = self.save(
-            reps.mapInArrow(
-                lambda it: key_blob_batches(it, settings, parts), _spark_schema(KEY_BLOBS_SCHEMA)
+            self._per_input(
+                lambda it: rep_key_blobs(it, work, "non_reps", settings, parts), KEY_BLOBS_SCHEMA
             )
             .repartition(partitions, "part")
             .mapInArrow(
@@ -295,7 +302,6 @@ class SparkJobs:
         self._signatures_of(
             candidates.selectExpr("doc_a AS doc_id").union(candidates.selectExpr("doc_b")),
             "candidate_docs",
-            ["minhash", "supers"],
         ).createOrReplaceTempView("candidate_sketches")
         pairs_with_sketches = spark.sql(
             """
@@ -332,12 +338,19 @@ class SparkJobs:
         outcome.verified_pairs = self.table("edges").count()
         outcome.pairs_rows = self.table("pairs").count()
 
-    def _signatures_of(self, docs: Any, name: str, columns: list[str]) -> Any:
-        """`columns` of the sketches of the pages `docs` (a doc_id column, repeats allowed):
-        the few pages a join needs signatures for, saved as `name` so Spark knows they are
-        few and broadcasts them into a semi-join, instead of shuffling every signature."""
-        wanted = self.save(docs.distinct(), name)
-        return self.table("sketches").select("doc_id", *columns).join(wanted, "doc_id", "left_semi")
+    def _per_input(self, body: Any, schema: pa.Schema) -> Any:
+        """`body` (a mapInArrow function over RANGES_SCHEMA rows) run by one task per input."""
+        rows = self.spark.sparkContext.parallelize(self.ranges, max(1, len(self.ranges)))
+        frame = self.spark.createDataFrame(rows, _spark_schema(RANGES_SCHEMA))
+        return frame.mapInArrow(body, _spark_schema(schema))
+
+    def _signatures_of(self, docs: Any, name: str) -> Any:
+        """(doc_id, minhash, supers) of the pages `docs` (a doc_id column, repeats allowed),
+        read from the ingest files by Python tasks (`spark/signatures.py`): only the few
+        rows a join needs cross into Spark."""
+        self.save(docs.distinct(), name)
+        work = str(self.work)
+        return self._per_input(lambda it: wanted_signatures(it, work, name), WANTED_SCHEMA)
 
     def page_keys(self) -> Any:
         """(doc_id, order_key) of every eligible page, from its class row."""
@@ -481,7 +494,7 @@ class SparkJobs:
         assigned.createOrReplaceTempView("assigned")
         moved = assigned.where("cluster_id <> doc_id")
         self._signatures_of(
-            moved.select("doc_id").union(moved.selectExpr("cluster_id")), "moved_docs", ["minhash"]
+            moved.select("doc_id").union(moved.selectExpr("cluster_id")), "moved_docs"
         ).createOrReplaceTempView("signatures")
         own = spark.sql(
             "SELECT *, CAST(1.0 AS FLOAT) AS similarity_to_representative "

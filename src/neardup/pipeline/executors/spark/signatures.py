@@ -1,0 +1,107 @@
+"""The signatures of chosen pages, read by Python tasks from the ingest tasks' files.
+
+Why not through Spark's reader: a signature is a list of 128 integers, and the JVM decodes a
+Parquet list and converts it to Arrow one element at a time; at a million pages that cost
+several times the numba work that uses the signatures (the band keys: 25 task-seconds in
+Spark against 5 in Python for the same rows). Here each input's texts file is read by
+pyarrow, one task per input, and only the rows a step needs leave the task: every eligible
+class representative for the band keys (`rep_key_blobs`), and the few pages of candidate
+pairs or moved clusters for the joins that compare signatures (`wanted_signatures`).
+
+Each task gets (input_idx, shift, end) rows: the input's document ids are [shift, end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from neardup.config import Settings
+from neardup.ingest.eligibility import enough_words
+from neardup.pipeline.executors.spark.ingest import INPUT_FILE, TEXTS
+from neardup.pipeline.executors.spark.kernels import key_blob_batches
+
+RANGES_SCHEMA = pa.schema([("input_idx", pa.int32()), ("shift", pa.int64()), ("end", pa.int64())])
+WANTED_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.int64()),
+        ("minhash", pa.list_(pa.int32())),
+        ("supers", pa.list_(pa.int64())),
+    ]
+)
+_READ_ROWS = 65536
+
+
+def _doc_ids_in(folder: Path, lo: int, hi: int) -> np.ndarray:
+    """The sorted doc ids in [lo, hi) of a work table of doc ids (`doc_id` column), read
+    with the row groups' statistics pruning the rest."""
+    table = pq.read_table(
+        folder, columns=["doc_id"], filters=[("doc_id", ">=", lo), ("doc_id", "<", hi)]
+    )
+    return np.unique(table.column("doc_id").to_numpy())
+
+
+def _input_rows(
+    input_idx: int, shift: int, work: Path, columns: list[str]
+) -> Iterator[pa.RecordBatch]:
+    """The text rows of one input with `columns`, doc ids shifted, in row groups."""
+    source = pq.ParquetFile(work / TEXTS / INPUT_FILE.format(input_idx))
+    for batch in source.iter_batches(batch_size=_READ_ROWS, columns=["doc_id", *columns]):
+        ids = pc.add(batch.column("doc_id"), pa.scalar(shift, pa.int64()))
+        yield batch.set_column(0, "doc_id", ids)
+
+
+def rep_rows(
+    input_idx: int, shift: int, end: int, work: Path, non_reps: str, min_tokens: int
+) -> Iterator[pa.RecordBatch]:
+    """(doc_id, minhash, supers, order_key) of the input's eligible pages that represent
+    their class (`non_reps`: the work table of those that do not)."""
+    others = _doc_ids_in(work / non_reps, shift, end)
+    columns = ["n_tokens", "n_shingles", "minhash", "supers", "order_key"]
+    for batch in _input_rows(input_idx, shift, work, columns):
+        ids = batch.column("doc_id").to_numpy()
+        keep = enough_words(
+            batch.column("n_tokens").to_numpy(), batch.column("n_shingles").to_numpy(), min_tokens
+        ) & ~np.isin(ids, others, assume_unique=False)
+        if keep.any():
+            yield batch.filter(pa.array(keep)).select(["doc_id", "minhash", "supers", "order_key"])
+
+
+def rep_key_blobs(
+    batches: Iterator[pa.RecordBatch], work: str, non_reps: str, settings: Settings, parts: int
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over RANGES rows: the band-key blobs (`key_blob_batches`) of each
+    input's class representatives."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            reps = rep_rows(
+                row["input_idx"],
+                row["shift"],
+                row["end"],
+                Path(work),
+                non_reps,
+                settings.min_tokens,
+            )
+            yield from key_blob_batches(reps, settings, parts)
+
+
+def wanted_signatures(
+    batches: Iterator[pa.RecordBatch], work: str, wanted: str
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over RANGES rows: (doc_id, minhash, supers) of the pages of each
+    input listed in the work table `wanted` (doc ids)."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            shift, end = row["shift"], row["end"]
+            docs = _doc_ids_in(Path(work) / wanted, shift, end)
+            if not docs.size:
+                continue
+            for rows in _input_rows(row["input_idx"], shift, Path(work), ["minhash", "supers"]):
+                keep = np.isin(rows.column("doc_id").to_numpy(), docs)
+                if keep.any():
+                    yield rows.filter(pa.array(keep))
