@@ -18,8 +18,8 @@ writes a new segment folder beside the others (`.tmp`, then renamed) and then th
 (written to a temporary file and `os.replace`d), so a reader sees the previous version or the
 next, never half of one, and a kill at any moment leaves the last committed manifest: a
 segment it does not name is a leftover, removed by the next writer. Segments are never
-changed once written; the newest ones are merged into one when they are about as large as
-the one before them (`merge_plan`: sizes fall geometrically, so a store of n pages has about
+changed once written; the newest ones are merged into one when they are as large as the one
+before them (`merge_plan`: sizes fall geometrically, so a store of n pages has about
 log2(n / batch) segments and each row is rewritten about that many times), and a merge that
 reaches the oldest segment drops deleted groups for good. Parquet and `.npy` are what the
 Spark engine and DuckDB read without a translation step, as they read a scan's run.
@@ -164,7 +164,7 @@ def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> N
     tmp = store / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    pq.write_table(seg.pages, tmp / "pages.parquet", compression="zstd")
+    pq.write_table(seg.pages, tmp / "pages.parquet", compression="snappy")
     _save_npy(tmp / "signatures.npy", seg.signatures)
     _save_npy(tmp / "dim_lengths.npy", seg.dim_lengths)
     delay = os.environ.get(SLEEP_HOOK) if hook else None
@@ -172,12 +172,11 @@ def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> N
         print(TX_MARKER, flush=True)
         print(TX_MARKER, file=sys.stderr, flush=True)
         time.sleep(float(delay))
-    pq.write_table(seg.groups, tmp / "groups.parquet", compression="zstd")
+    pq.write_table(seg.groups, tmp / "groups.parquet", compression="snappy")
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
-    os.replace(tmp, final)
-    _fsync_dir(store)
+    os.replace(tmp, final)  # made durable by the commit's flush of the folder
 
 
 def _save_npy(path: Path, arr: np.ndarray) -> None:
@@ -266,16 +265,32 @@ def empty_segment(num_perm: int, dims: int) -> Segment:
     )
 
 
+FANOUT = 4  # segments of one size class merged at a time
+
+
 def merge_plan(rows: list[int]) -> int:
-    """How many of the newest segments to merge into one after a batch (0 or >= 2): while the
-    newest is at least half the size of the one before it, they are merged, so sizes fall
-    geometrically from the oldest segment."""
+    """How many of the newest segments to merge into one after a batch (0 or >= 2).
+
+    Tiered, as log-structured stores do: segments fall into size classes (powers of
+    `FANOUT`); once the newest `FANOUT` segments are of one class they are merged, and the
+    result may complete a run of the next class, merged in the same step. A store of n rows
+    written in batches of b thus holds at most about (FANOUT - 1) log_FANOUT(n / b) segments,
+    and a row is rewritten about log_FANOUT(n / b) times."""
     sizes = list(rows)
-    k = 1
-    while len(sizes) >= 2 and sizes[-1] * 2 >= sizes[-2]:
-        sizes[-2:] = [sizes[-2] + sizes[-1]]
-        k += 1
-    return k if k >= 2 else 0
+    k = 0
+    while True:
+        cls = _size_class(sizes[-1]) if sizes else 0
+        run = 0
+        while run < len(sizes) and _size_class(sizes[-1 - run]) <= cls:
+            run += 1
+        if run < FANOUT:
+            return k
+        k = run if k == 0 else k + run - 1  # the merged one stands for k segments
+        sizes[-run:] = [sum(sizes[-run:])]
+
+
+def _size_class(rows: int) -> int:
+    return int(np.log(max(rows, 1)) / np.log(FANOUT))
 
 
 def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
