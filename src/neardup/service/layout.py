@@ -18,10 +18,10 @@ writes a new segment folder beside the others (`.tmp`, then renamed) and then th
 (written to a temporary file and `os.replace`d), so a reader sees the previous version or the
 next, never half of one, and a kill at any moment leaves the last committed manifest: a
 segment it does not name is a leftover, removed by the next writer. Segments are never
-changed once written; the newest ones are merged into one when they are as large as the one
-before them (`merge_plan`: sizes fall geometrically, so a store of n pages has about
-log2(n / batch) segments and each row is rewritten about that many times), and a merge that
-reaches the oldest segment drops deleted groups for good. Parquet and `.npy` are what the
+changed once written; the newest ones are merged into one, four of a size class at a time
+(`merge_plan`: a store of n pages has at most about 3 log4(n / batch) segments, and each row
+is rewritten about log4(n / batch) times), and a merge that reaches the oldest segment drops
+deleted groups for good. Parquet and `.npy` are what the
 Spark engine and DuckDB read without a translation step, as they read a scan's run.
 """
 
