@@ -232,3 +232,38 @@ def test_cli_add_beside_a_writer_is_one_line_naming_it(tmp_path, demo_crawl):
         proc.wait()
     res = CliRunner().invoke(cli_app, ["add", str(store), *map(str, demo_crawl.warc_paths)])
     assert res.exit_code == 0, res.output  # the lock went with the killed process
+
+
+def test_readers_open_while_a_writer_commits_and_merges(tmp_path):
+    store = tmp_path / "s"
+    texts = _texts(200, 4)
+    writer = ServiceIndex(store)
+    writer.apply([PageUpdate("http://x/0", text=texts[0])])
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for i in range(1, 197, 4):  # 49 commits, several merges deleting their inputs
+                writer.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(i, i + 4)])
+        except BaseException as err:
+            failed.append(err)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    seen = []
+    try:
+        while not done.is_set():
+            with ServiceIndex(store, read_only=True) as reader:
+                n = len(reader.pages)
+                assert n % 4 == 1  # whole batches only
+                assert reader.consistency_errors() == []
+                seen.append(n)
+    finally:
+        thread.join()
+        writer.close()
+    assert not failed and seen == sorted(seen) and len(seen) >= 2
+    with ServiceIndex(store, read_only=True) as reader:
+        assert len(reader.pages) == 197

@@ -55,9 +55,9 @@ from neardup.service.layout import (
     legacy_rows,
     merge_plan,
     merged,
+    read_committed,
     read_manifest,
     read_segment,
-    read_state,
     remove_leftovers,
     segment_name,
     write_segment,
@@ -261,9 +261,7 @@ class ServiceIndex:
 
     def _load(self) -> None:
         """Rebuild the in-memory copy from the last committed version."""
-        manifest = read_manifest(self.store)
-        if manifest is None:
-            manifest = Manifest(meta=self._meta(1))
+        manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
         self.pages: dict[str, _Page] = {}
@@ -282,7 +280,6 @@ class ServiceIndex:
             self.rows,
         )
         self.scan_graph = ScanGraph(self.settings)
-        state = read_state(self.store, manifest)
         # One signature matrix: each page's sketch is a row of it (a view, no copy).
         self._sigs = np.ascontiguousarray(state.signatures, dtype=SIGNATURE_DTYPE)
         self._lens = np.ascontiguousarray(state.dim_lengths, dtype=np.int32)
@@ -649,8 +646,7 @@ class ServiceIndex:
 
     def consistency_errors(self) -> list[str]:
         """Invariants of the last committed version (used by tests and after a crash)."""
-        manifest = read_manifest(self.store) or self.manifest
-        return invariant_errors(read_state(self.store, manifest))
+        return invariant_errors(read_committed(self.store, self.manifest)[1])
 
 
 @contextlib.contextmanager

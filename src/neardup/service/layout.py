@@ -256,6 +256,19 @@ def read_state(store: Path, manifest: Manifest) -> Segment:
     return merged(segs, drop_deleted=True)
 
 
+def read_committed(store: Path, fallback: Manifest) -> tuple[Manifest, Segment]:
+    """The last committed version and its state. A writer may commit a merge and delete its
+    inputs between our reading the manifest and its files; then the newer manifest is read
+    (a reader never takes the writer's lock). `fallback` stands for a store with none yet."""
+    for _ in range(100):
+        manifest = read_manifest(store) or fallback
+        try:
+            return manifest, read_state(store, manifest)
+        except FileNotFoundError:
+            time.sleep(0.01)
+    raise ServiceError(f"{store}: its files keep changing under this reader; try again")
+
+
 def empty_segment(num_perm: int, dims: int) -> Segment:
     return Segment(
         PAGE_SCHEMA.empty_table(),
