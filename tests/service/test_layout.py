@@ -225,6 +225,8 @@ def test_cli_add_beside_a_writer_is_one_line_naming_it(tmp_path, demo_crawl):
         assert res.exception is None or isinstance(res.exception, SystemExit)
         line = " ".join(res.output.split())
         assert f"PID {proc.pid}" in line and "--wait" in line and "Traceback" not in line
+        serve = CliRunner().invoke(cli_app, ["serve", str(store), "--token", "t", "--port", "1"])
+        assert serve.exit_code == 2 and f"PID {proc.pid}" in " ".join(serve.output.split())
         with ServiceIndex(store, read_only=True) as ix:  # readers go on meanwhile
             assert "http://held/1" in ix.pages
     finally:
