@@ -23,7 +23,7 @@ component has the same nodes, edges, weights and keys as before, so its clusters
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from itertools import pairwise
 
 import numpy as np
@@ -42,6 +42,48 @@ from neardup.service.band_buckets import BandBuckets
 Pair = tuple[str, str]  # (url, url) in increasing order
 
 
+class Classes:
+    """The pages of each shingle set (fingerprint -> URLs). Nearly every class holds one
+    page, so such a class is kept as its bare URL and becomes a set only from its second
+    page on: a set per page cost about 200 bytes a page."""
+
+    def __init__(self) -> None:
+        self._of: dict[int, str | set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def add(self, fp: int, url: str) -> None:
+        cur = self._of.get(fp)
+        if cur is None:
+            self._of[fp] = url
+        elif isinstance(cur, str):
+            if cur != url:
+                self._of[fp] = {cur, url}
+        else:
+            cur.add(url)
+
+    def discard(self, fp: int, url: str) -> None:
+        cur = self._of.get(fp)
+        if isinstance(cur, str):
+            if cur == url:
+                del self._of[fp]
+        elif cur is not None:
+            cur.discard(url)
+            if len(cur) == 1:
+                self._of[fp] = next(iter(cur))
+
+    def members(self, fp: int) -> Collection[str]:
+        """The class's pages (empty for an unknown fingerprint); not to be changed."""
+        cur = self._of.get(fp)
+        if cur is None:
+            return ()
+        return (cur,) if isinstance(cur, str) else cur
+
+    def size(self, fp: int) -> int:
+        return len(self.members(fp))
+
+
 class ScanGraph:
     """Classes, band index, candidate counts and verified edges of the eligible pages."""
 
@@ -51,7 +93,7 @@ class ScanGraph:
         self.key: dict[str, int] = {}  # page key of each eligible page
         self.fp: dict[str, int] = {}  # shingle-set fingerprint of each eligible page
         self.sig: dict[str, np.ndarray] = {}
-        self.classes: dict[int, set[str]] = defaultdict(set)  # fingerprint -> pages
+        self.classes = Classes()  # fingerprint -> pages
         self.rep: dict[int, str] = {}  # fingerprint -> its class representative (a node)
         self.buckets = BandBuckets(self.bands)  # the nodes by band key, one table per band
         self.emitted: dict[Pair, int] = {}  # candidate pair -> tables that emit it
@@ -73,21 +115,19 @@ class ScanGraph:
             if url in self.fp:
                 fp = self.fp.pop(url)
                 fps.add(fp)
-                self.classes[fp].discard(url)
+                self.classes.discard(fp, url)
                 del self.sig[url]  # the key stays until the buckets are rebuilt below
         for url, (key, fp, sig) in put.items():
             self.key[url], self.fp[url], self.sig[url] = key, fp, sig
-            self.classes[fp].add(url)
+            self.classes.add(fp, url)
             fps.add(fp)
         leaving: set[str] = set()
         entering: dict[str, int] = {}
         touched: set[str] = set()
         for fp in fps:
             old = self.rep.get(fp)
-            members = self.classes[fp]
+            members = self.classes.members(fp)
             new = min(members, key=self.order) if members else None
-            if not members:
-                del self.classes[fp]
             if old is not None and (old != new or old in put):
                 leaving.add(old)
             if new is not None:
@@ -260,7 +300,7 @@ class ScanGraph:
         graph = Graph.from_edges(
             n, np.array(a, np.int64), np.array(b, np.int64), np.array(s, np.float64)
         )
-        weight = np.array([len(self.classes[self.fp[u]]) for u in nodes], dtype=np.int64)
+        weight = np.array([self.classes.size(self.fp[u]) for u in nodes], dtype=np.int64)
         tie = np.array([self.key[u] for u in nodes], dtype=np.int64)
         rule = self.settings.cluster_rule
         if rule == "core":
@@ -282,7 +322,7 @@ class ScanGraph:
         pages = []
         for u in members:
             pages.append(u)
-            cls = self.classes[self.fp[u]]
+            cls = self.classes.members(self.fp[u])
             if len(cls) > 1:
-                pages.extend(sorted(cls - {u}, key=self.order))
+                pages.extend(sorted(set(cls) - {u}, key=self.order))
         return pages
