@@ -168,9 +168,7 @@ def _leave(ix: ServiceIndex, p: _Page, touched: set[int], gone: set[str]) -> Non
 
 def _detach(ix: ServiceIndex, p: _Page, touched: set[int]) -> None:
     if p.group_id is not None:
-        members = ix.groups.get(p.group_id)
-        if members is not None:
-            members.discard(p.url)
+        ix.groups.discard(p.group_id, p.url)
         touched.add(p.group_id)
         p.group_id = None
     p.verified = False

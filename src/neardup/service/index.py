@@ -63,6 +63,7 @@ from neardup.service.layout import (
     write_segment,
 )
 from neardup.service.lengths import LengthMap
+from neardup.service.members import SmallSets
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
 from neardup.service.scangraph import ScanGraph
@@ -265,7 +266,7 @@ class ServiceIndex:
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
         self.pages: dict[str, _Page] = {}
-        self.groups: dict[int, set[str]] = {}
+        self.groups = SmallSets[int]()  # group id -> its pages
         self.winners: dict[int, str] = {}
         self.redirects = RedirectGraph()
         o = self.options
@@ -369,7 +370,7 @@ class ServiceIndex:
                     graph_pages[url] = (url_key(url) if key is None else key, sfp, sig_arr)
             self.pages[url] = p
             if gid is not None:
-                self.groups.setdefault(gid, set()).add(url)
+                self.groups.add(gid, url)
 
     def close(self) -> None:
         """Release the writer lock (committed batches stay)."""

@@ -23,7 +23,7 @@ component has the same nodes, edges, weights and keys as before, so its clusters
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from itertools import pairwise
 
 import numpy as np
@@ -38,50 +38,9 @@ from neardup.kernels.graph import (
 )
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
 from neardup.service.band_buckets import BandBuckets
+from neardup.service.members import SmallSets
 
 Pair = tuple[str, str]  # (url, url) in increasing order
-
-
-class Classes:
-    """The pages of each shingle set (fingerprint -> URLs). Nearly every class holds one
-    page, so such a class is kept as its bare URL and becomes a set only from its second
-    page on: a set per page cost about 200 bytes a page."""
-
-    def __init__(self) -> None:
-        self._of: dict[int, str | set[str]] = {}
-
-    def __len__(self) -> int:
-        return len(self._of)
-
-    def add(self, fp: int, url: str) -> None:
-        cur = self._of.get(fp)
-        if cur is None:
-            self._of[fp] = url
-        elif isinstance(cur, str):
-            if cur != url:
-                self._of[fp] = {cur, url}
-        else:
-            cur.add(url)
-
-    def discard(self, fp: int, url: str) -> None:
-        cur = self._of.get(fp)
-        if isinstance(cur, str):
-            if cur == url:
-                del self._of[fp]
-        elif cur is not None:
-            cur.discard(url)
-            if len(cur) == 1:
-                self._of[fp] = next(iter(cur))
-
-    def members(self, fp: int) -> Collection[str]:
-        """The class's pages (empty for an unknown fingerprint); not to be changed."""
-        cur = self._of.get(fp)
-        if cur is None:
-            return ()
-        return (cur,) if isinstance(cur, str) else cur
-
-    def size(self, fp: int) -> int:
-        return len(self.members(fp))
 
 
 class ScanGraph:
@@ -93,7 +52,7 @@ class ScanGraph:
         self.key: dict[str, int] = {}  # page key of each eligible page
         self.fp: dict[str, int] = {}  # shingle-set fingerprint of each eligible page
         self.sig: dict[str, np.ndarray] = {}
-        self.classes = Classes()  # fingerprint -> pages
+        self.classes = SmallSets[int]()  # fingerprint -> pages
         self.rep: dict[int, str] = {}  # fingerprint -> its class representative (a node)
         self.buckets = BandBuckets(self.bands)  # the nodes by band key, one table per band
         self.emitted: dict[Pair, int] = {}  # candidate pair -> tables that emit it
