@@ -269,3 +269,41 @@ def test_readers_open_while_a_writer_commits_and_merges(tmp_path):
     assert not failed and seen == sorted(seen) and len(seen) >= 2
     with ServiceIndex(store, read_only=True) as reader:
         assert len(reader.pages) == 197
+
+
+def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
+    import neardup.service.index as index_module
+
+    store = tmp_path / "s"
+    texts = [" ".join(f"u{j}w{i}" for i in range(60)) for j in range(20)]  # no duplicates
+    ix = ServiceIndex(store)
+    for b in range(3):
+        ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(5 * b, 5 * b + 5)])
+    assert read_manifest(store).rows == [5, 5, 5]
+    entered, go = threading.Event(), threading.Event()
+    real = index_module.merged
+
+    def slow(*args, **kwargs):
+        entered.set()
+        assert go.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, "merged", slow)
+    fourth = threading.Thread(
+        target=ix.apply, args=([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(15, 20)],)
+    )
+    fourth.start()
+    try:
+        assert entered.wait(30)  # the fourth batch is committed and its merge under way
+        assert ix.lock.acquire(timeout=5)  # reads are not held up by the merge
+        try:
+            assert ix.status("http://x/17") is not None
+        finally:
+            ix.lock.release()
+        with ServiceIndex(store, read_only=True) as reader:
+            assert len(reader.pages) == 20
+    finally:
+        go.set()
+        fourth.join(30)
+    assert read_manifest(store).rows == [20] and ix.consistency_errors() == []
+    ix.close()

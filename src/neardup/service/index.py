@@ -109,6 +109,8 @@ class ServiceIndex:
         self.read_only = read_only
         self.writer: WriterLock | None = None
         self.lock = threading.RLock()
+        self._commit_lock = threading.Lock()  # the manifest: a batch's commit, a merge's
+        self._merging = threading.Lock()  # one merge at a time, outside `lock`
         if read_only:
             if not has_index(self.store):
                 raise ServiceError(f"{self.store} holds no service index to open read-only")
@@ -567,6 +569,7 @@ class ServiceIndex:
             except BaseException:
                 self._load()  # memory never runs ahead of the last commit
                 raise
+        self._merge_due()  # after the lock: reads need not wait for a merge
         _settle()
         report.seconds = time.perf_counter() - t0
         return report
@@ -597,8 +600,7 @@ class ServiceIndex:
 
     def _write(self, dirty: set[str], groups: set[int], dropped: set[int]) -> None:
         """Commit a batch: its touched page and group rows as a new segment, then the
-        manifest naming it (the commit point); then, when the newest segments have grown
-        as large as the one before them, merge them into one (a second commit)."""
+        manifest naming it (the commit point)."""
         seg = segment_rows(
             self.pages,
             self.groups,
@@ -610,42 +612,64 @@ class ServiceIndex:
             self.settings.num_perm,
             self.options.dims,
         )
-        old = self.manifest
-        version = old.version + 1
-        name = segment_name(version)
-        write_segment(self.store, name, seg, hook=True)
-        new = Manifest(
-            version,
-            [*old.segments, name],
-            [*old.rows, seg.pages.num_rows],
-            self._meta(self.next_group),
-        )
-        commit(self.store, new)
-        self.manifest = new
-        k = merge_plan(new.rows)
-        if k:
-            self._merge(k)
+        with self._commit_lock:
+            old = self.manifest
+            version = old.version + 1
+            name = segment_name(version)
+            write_segment(self.store, name, seg, hook=True)
+            new = Manifest(
+                version,
+                [*old.segments, name],
+                [*old.rows, seg.pages.num_rows],
+                self._meta(self.next_group),
+            )
+            commit(self.store, new)
+            self.manifest = new
 
-    def _merge(self, k: int) -> None:
-        """Merge the newest `k` segments into one and commit that; their files are removed
-        once the manifest no longer names them (a reader that mapped them keeps its map)."""
-        old = self.manifest
-        names = old.segments[-k:]
+    def _merge_due(self) -> None:
+        """Merge the newest segments while `merge_plan` asks for it, each merge committed as
+        a version of its own. It changes no state in memory, so it runs outside `lock`: reads
+        (and even the next batch) go on meanwhile; a merge already under way in another
+        thread is left to finish the work."""
+        if not self._merging.acquire(blocking=False):
+            return
+        try:
+            while self._merge_once():
+                pass
+        finally:
+            self._merging.release()
+
+    def _merge_once(self) -> bool:
+        """One merge of the newest segments `merge_plan` names; False when none is due.
+        Batches committed meanwhile only append segments, so the merged ones keep their
+        places; their files are removed once the manifest no longer names them (a reader
+        that mapped them keeps its map)."""
+        with self._commit_lock:
+            start = self.manifest
+        k = merge_plan(start.rows)
+        if not k:
+            return False
+        names = start.segments[-k:]
         segs = [read_segment(self.store, name) for name in names]
-        whole = merged(segs, drop_deleted=len(names) == len(old.segments))
-        version = old.version + 1
-        name = segment_name(version)
+        # It reaches the oldest segment: deleted groups have nothing older to hide.
+        whole = merged(segs, drop_deleted=len(names) == len(start.segments))
+        name = f"{segment_name(start.version)}-merged"  # the one merge from this version
         write_segment(self.store, name, whole)
-        new = Manifest(
-            version,
-            [*old.segments[:-k], name],
-            [*old.rows[:-k], whole.pages.num_rows],
-            old.meta,
-        )
-        commit(self.store, new)
-        self.manifest = new
+        with self._commit_lock:
+            cur = self.manifest
+            at = len(start.segments) - k
+            assert cur.segments[at : at + k] == names, "a segment moved during a merge"
+            new = Manifest(
+                cur.version + 1,
+                [*cur.segments[:at], name, *cur.segments[at + k :]],
+                [*cur.rows[:at], whole.pages.num_rows, *cur.rows[at + k :]],
+                cur.meta,
+            )
+            commit(self.store, new)
+            self.manifest = new
         for gone in names:
             shutil.rmtree(self.store / gone, ignore_errors=True)
+        return True
 
     # ---------------------------------------------------------------- checks
 
