@@ -28,7 +28,6 @@ Spark engine and DuckDB read without a translation step, as they read a scan's r
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -44,6 +43,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.service.updates import ServiceError
+
+if sys.platform != "win32":
+    import fcntl
 
 MANIFEST = "manifest.json"
 LOCK_NAME = "writer.lock"
@@ -325,28 +327,25 @@ def segment_name(version: int) -> str:
 
 
 class WriterLock:
-    """The store's one writer: an exclusive `fcntl` lock on `writer.lock`, which holds the
-    holder's PID and command line so that a refused writer can say who holds it. The kernel
-    drops the lock when its process ends, however it ends: a killed writer never leaves a
-    stale lock."""
+    """The store's one writer: an exclusive lock on `writer.lock` (`flock`; on Windows a
+    byte range past the text), which holds the holder's PID and command line so that a
+    refused writer can say who holds it. The kernel drops the lock when its process ends,
+    however it ends: a killed writer never leaves a stale lock."""
 
     def __init__(self, store: Path, wait: bool = False) -> None:
         self.path = store / LOCK_NAME
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                holder = self.holder()
-                os.close(self.fd)
-                raise IndexBusy(
-                    f"{store} is being written by {holder}; send pages to that process "
-                    "(a running `neardup serve` takes POST /pages), wait for it (--wait), "
-                    "or open the index read-only"
-                ) from None
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        if not _lock(self.fd, wait):
+            holder = self.holder()
+            os.close(self.fd)
+            raise IndexBusy(
+                f"{store} is being written by {holder}; send pages to that process "
+                "(a running `neardup serve` takes POST /pages), wait for it (--wait), "
+                "or open the index read-only"
+            )
         os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, json.dumps({"pid": os.getpid(), "command": _command()}).encode(), 0)
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.write(self.fd, json.dumps({"pid": os.getpid(), "command": _command()}).encode())
 
     def holder(self) -> str:
         """The holder as `PID n (command)`, from the lock file."""
@@ -359,9 +358,43 @@ class WriterLock:
     def release(self) -> None:
         if self.fd >= 0:
             os.ftruncate(self.fd, 0)
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            _unlock(self.fd)
             os.close(self.fd)
             self.fd = -1
+
+
+_WIN_LOCK_AT = 1 << 20  # the byte Windows locks: past any holder text, which stays readable
+
+
+def _lock(fd: int, wait: bool) -> bool:
+    """Take the exclusive lock on `fd`; False when another process holds it and not `wait`."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while True:
+            os.lseek(fd, _WIN_LOCK_AT, os.SEEK_SET)
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return True
+            except OSError:
+                if not wait:
+                    return False
+                time.sleep(0.2)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, _WIN_LOCK_AT, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _command() -> str:
