@@ -236,6 +236,27 @@ def test_cli_add_beside_a_writer_is_one_line_naming_it(tmp_path, demo_crawl):
     assert res.exit_code == 0, res.output  # the lock went with the killed process
 
 
+def test_cli_add_wait_takes_the_store_when_the_writer_is_done(tmp_path, demo_crawl):
+    store = tmp_path / "s"
+    brief = HOLD.replace("time.sleep(60)", "time.sleep(2)")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", brief, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "holding"
+        t0 = time.perf_counter()
+        args = ["add", str(store), *map(str, demo_crawl.warc_paths), "--wait"]
+        res = CliRunner().invoke(cli_app, args)
+        assert res.exit_code == 0, res.output
+        assert proc.poll() is not None  # it waited for the writer to end
+        assert time.perf_counter() - t0 > 0.5
+    finally:
+        proc.kill()
+        proc.wait()
+    with ServiceIndex(store, read_only=True) as ix:  # both writers' pages
+        assert "http://held/1" in ix.pages and len(ix.pages) > 10
+
+
 def test_readers_open_while_a_writer_commits_and_merges(tmp_path):
     store = tmp_path / "s"
     texts = _texts(200, 4)
