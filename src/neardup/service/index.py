@@ -282,11 +282,11 @@ class ServiceIndex:
             self.bands,
             self.rows,
         )
-        self.scan_graph = ScanGraph(self.settings)
+        self.scan_graph = ScanGraph(self.settings, self._signature_of)
         # One signature matrix: each page's sketch is a row of it (a view, no copy).
         self._sigs = np.ascontiguousarray(state.signatures, dtype=SIGNATURE_DTYPE)
         self._lens = np.ascontiguousarray(state.dim_lengths, dtype=np.int32)
-        graph_pages: dict[str, tuple[int, int, np.ndarray]] = {}
+        graph_pages: dict[str, tuple[int, int]] = {}
         # In chunks: the graph takes them a chunk at a time, as it takes batches (the same
         # graph either way).
         with _no_collection():
@@ -316,7 +316,7 @@ class ServiceIndex:
         self,
         rows: pa.Table,
         first: int,
-        graph_pages: dict[str, tuple[int, int, np.ndarray]],
+        graph_pages: dict[str, tuple[int, int]],
     ) -> None:
         """Pages of stored rows into memory; the graph's nodes among them into `graph_pages`."""
         cols = [
@@ -369,7 +369,7 @@ class ServiceIndex:
                 p.shingle_fp = sfp
                 p.n_tokens = nt or 0
                 if not removed and enough_words(p.n_tokens, p.length, min_tokens):
-                    graph_pages[url] = (url_key(url) if key is None else key, sfp, sig_arr)
+                    graph_pages[url] = (url_key(url) if key is None else key, sfp)
             self.pages[url] = p
             if gid is not None:
                 self.groups.add(gid, url)
@@ -591,6 +591,12 @@ class ServiceIndex:
             self.store_rows.drop(p.url)
         else:
             self.store_rows.put(p.url, sig, lens)
+
+    def _signature_of(self, url: str) -> np.ndarray:
+        """A stored page's sketch (the scan graph's nodes have one)."""
+        sig = self.pages[url].signature
+        assert sig is not None, url
+        return sig
 
     def _set_redirect(self, p: _Page, target: str | None) -> None:
         self.redirects.set(p.url, p.redirect_to, target)

@@ -23,7 +23,7 @@ component has the same nodes, edges, weights and keys as before, so its clusters
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 import numpy as np
@@ -46,12 +46,14 @@ Pair = tuple[str, str]  # (url, url) in increasing order
 class ScanGraph:
     """Classes, band index, candidate counts and verified edges of the eligible pages."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, signature_of: Callable[[str], np.ndarray]) -> None:
         self.settings = settings
+        # A node's sketch is its page's (the index's one copy of each signature), asked for
+        # when the graph needs it, never copied here.
+        self.signature_of = signature_of
         self.bands, self.rows = lsh_shape(settings)
         self.key: dict[str, int] = {}  # page key of each eligible page
         self.fp: dict[str, int] = {}  # shingle-set fingerprint of each eligible page
-        self.sig: dict[str, np.ndarray] = {}
         self.classes = SmallSets[int]()  # fingerprint -> pages
         self.rep: dict[int, str] = {}  # fingerprint -> its class representative (a node)
         self.buckets = BandBuckets(self.bands)  # the nodes by band key, one table per band
@@ -65,9 +67,10 @@ class ScanGraph:
 
     # ------------------------------------------------------------------ updates
 
-    def update(self, gone: Iterable[str], put: dict[str, tuple[int, int, np.ndarray]]) -> set[str]:
+    def update(self, gone: Iterable[str], put: dict[str, tuple[int, int]]) -> set[str]:
         """Remove the pages `gone`, add or replace the pages `put` (url -> (page key, shingle
-        fingerprint, signature)); return the nodes whose component must be clustered again."""
+        fingerprint); their signatures already `signature_of` theirs); return the nodes whose
+        component must be clustered again."""
         fps: set[int] = set()
         gone = set(gone) - set(put)
         for url in [*gone, *put]:
@@ -75,9 +78,9 @@ class ScanGraph:
                 fp = self.fp.pop(url)
                 fps.add(fp)
                 self.classes.discard(fp, url)
-                del self.sig[url]  # the key stays until the buckets are rebuilt below
-        for url, (key, fp, sig) in put.items():
-            self.key[url], self.fp[url], self.sig[url] = key, fp, sig
+                # the key stays until the buckets are rebuilt below
+        for url, (key, fp) in put.items():
+            self.key[url], self.fp[url] = key, fp
             self.classes.add(fp, url)
             fps.add(fp)
         leaving: set[str] = set()
@@ -110,7 +113,7 @@ class ScanGraph:
         new_urls = sorted(entering)
         new_keys = np.empty((0, self.bands), dtype=np.int64)
         if new_urls:
-            sigs = np.stack([self.sig[u] for u in new_urls])
+            sigs = np.stack([self.signature_of(u) for u in new_urls])
             new_keys = lsh_keys(sigs, None, self.bands, self.rows)
         old_keys = [self.buckets.keys_of(u) for u in leaving]
         every = np.concatenate([np.stack(old_keys), new_keys]) if old_keys else new_keys
@@ -169,7 +172,8 @@ class ScanGraph:
         if not todo:
             return changed
         sim, agree = pair_scores(
-            np.stack([self.sig[a] for a, _ in todo]), np.stack([self.sig[b] for _, b in todo])
+            np.stack([self.signature_of(a) for a, _ in todo]),
+            np.stack([self.signature_of(b) for _, b in todo]),
         )
         ok = passes(sim, agree, self.settings.threshold, False)
         self.verifications += len(todo)
@@ -197,7 +201,8 @@ class ScanGraph:
         if not nodes:
             return []
         sims, agree = pair_scores(
-            np.broadcast_to(sig, (len(nodes), sig.size)), np.stack([self.sig[u] for u in nodes])
+            np.broadcast_to(sig, (len(nodes), sig.size)),
+            np.stack([self.signature_of(u) for u in nodes]),
         )
         ok = passes(sims, agree, self.settings.threshold, False)
         out = []
