@@ -92,12 +92,18 @@ def edited(src: Path, share: float, dest: Path, final: Path, seed: int = 7) -> i
 
 def parity(store: Path, run_dir: Path) -> dict[str, float]:
     """Same-group pairs of the service and of the scan, and the pairs they share."""
+    from neardup.service.layout import read_manifest, read_state
+
+    manifest = read_manifest(store)
+    assert manifest is not None, f"{store} holds no committed index"
     con = duckdb.connect()
-    con.execute(f"ATTACH '{store / 'service.duckdb'}' AS svc (READ_ONLY)")
+    con.register(
+        "svc_pages", read_state(store, manifest).pages.select(["url", "group_id", "removed"])
+    )
     con.execute(f"ATTACH '{run_dir / 'neardup.duckdb'}' AS run (READ_ONLY)")
     row = con.execute(
         """
-        WITH s AS (SELECT url, group_id FROM svc.pages
+        WITH s AS (SELECT url, group_id FROM svc_pages
                    WHERE NOT removed AND group_id IS NOT NULL),
              c AS (SELECT url, cluster_id FROM run.pages WHERE cluster_id IS NOT NULL),
              j AS (SELECT s.group_id, c.cluster_id FROM s JOIN c USING (url))

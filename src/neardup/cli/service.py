@@ -49,12 +49,23 @@ def register(app: typer.Typer) -> None:
             resolve_token,
             run_server,
         )
+        from neardup.cli.output import fail
         from neardup.service.api import create_service_app
         from neardup.service.door import allowed_hosts
+        from neardup.service.index import ServiceIndex
+        from neardup.service.layout import has_index
+        from neardup.service.updates import ServiceError
+        from neardup.store.outputs import OutputError
 
         secret = resolve_token(token, token_file)
+        try:
+            # Without a token nothing is written: an existing index is opened read-only, so
+            # a `neardup add` (or another server with a token) may write it meanwhile.
+            index = ServiceIndex(store, read_only=secret is None and has_index(store))
+        except (ServiceError, OutputError) as err:
+            fail(str(err))
         app_ = create_service_app(
-            store,
+            index,
             secret,
             max_body,
             hosts=allowed_hosts(host, allow_host or ()),
@@ -90,6 +101,10 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="print the totals as JSON")] = False,
+        wait: Annotated[
+            bool,
+            typer.Option(help="When another process writes the store, wait for it to finish."),
+        ] = False,
     ) -> None:
         """Add or update pages from crawl files (redirects included), batch by batch.
 
@@ -107,14 +122,15 @@ def register(app: typer.Typer) -> None:
         from neardup.config import SettingsError
         from neardup.ingest.readers import InputError
         from neardup.service.feed import add_files
+        from neardup.service.updates import ServiceError
         from neardup.store.outputs import OutputError
 
         started = time.perf_counter()
         try:
             patterns = url_patterns(include_url, exclude_url)
             patterns["include_crawler_files"] = include_crawler_files
-            totals = add_files(store, inputs, batch, links, workers, **patterns)
-        except (OutputError, InputError, SettingsError, FileNotFoundError) as err:
+            totals = add_files(store, inputs, batch, links, workers, **patterns, wait=wait)
+        except (OutputError, InputError, SettingsError, ServiceError, FileNotFoundError) as err:
             fail(str(err))
         report = add_report(totals, time.perf_counter() - started)
         if json_out:

@@ -1,8 +1,10 @@
-"""Incremental duplicate service: a persistent two-tier index (DuckDB) and its HTTP API."""
+"""Incremental duplicate service: a persistent two-tier index (versioned column files) and
+its HTTP API."""
 
 from neardup.service.groups import elect, winner_key
 from neardup.service.handle import DuplicateIndex, open_index
 from neardup.service.index import ServiceIndex
+from neardup.service.layout import IndexBusy
 from neardup.service.lengths import (
     LengthMap,
     balanced_edges,
@@ -25,6 +27,7 @@ from neardup.service.updates import (
 __all__ = [
     "BatchReport",
     "DuplicateIndex",
+    "IndexBusy",
     "LengthMap",
     "PageUpdate",
     "RedirectGraph",

@@ -45,7 +45,7 @@ def compute_batch(
     touched: set[int] = set()  # groups that lost members or must elect again
     prev: dict[str, int | None] = {}  # group of each page before the batch moved it
     gone: set[str] = set()  # pages that leave the graph
-    put: dict[str, tuple[int, int, np.ndarray]] = {}  # pages that enter it, with new sketches
+    put: dict[str, tuple[int, int]] = {}  # pages that enter it (key, fingerprint), new sketches
     loose: list[str] = []  # content pages outside the graph: each a group of its own
     pop_targets: set[str] = set()  # pages whose popularity may have moved with a redirect
     redirected: list[str] = []
@@ -119,7 +119,7 @@ def compute_batch(
         p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
         if eligible:
             gone.discard(url)
-            put[url] = (sk.key, sk.shingle_fp, sig)
+            put[url] = (sk.key, sk.shingle_fp)
         else:
             loose.append(url)
     rep.tier2 = len(put)
@@ -168,9 +168,7 @@ def _leave(ix: ServiceIndex, p: _Page, touched: set[int], gone: set[str]) -> Non
 
 def _detach(ix: ServiceIndex, p: _Page, touched: set[int]) -> None:
     if p.group_id is not None:
-        members = ix.groups.get(p.group_id)
-        if members is not None:
-            members.discard(p.url)
+        ix.groups.discard(p.group_id, p.url)
         touched.add(p.group_id)
         p.group_id = None
     p.verified = False

@@ -17,8 +17,8 @@ from neardup.ingest import extract_page, iter_records
 from neardup.ingest.eligibility import REDIRECT_REASON, page_reason, rule_of
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.service.index import ServiceIndex
+from neardup.service.layout import has_index
 from neardup.service.prepare import prepare_batch
-from neardup.service.storage import DB_NAME
 from neardup.service.updates import PageUpdate
 from neardup.store.outputs import check_no_overlap
 
@@ -32,6 +32,7 @@ def add_files(
     include_url: Sequence[str] | None = None,
     exclude_url: Sequence[str] | None = None,
     include_crawler_files: bool | None = None,
+    wait: bool = False,
 ) -> dict[str, float]:
     """Add or update the pages of crawl files (redirects included), `batch` pages per
     transaction; returns the totals of the applied batches, the records left out by reason
@@ -47,7 +48,8 @@ def add_files(
     With `links`, each added URL's `links_in` becomes the number of distinct pages of these
     files linking to it, sent as one last batch once every file is read (a link can come
     after the page it points to). The store may not overlap the inputs. `workers` sketch
-    batches in other processes (default: one per core; 1 sketches in this process)."""
+    batches in other processes (default: one per core; 1 sketches in this process). Another
+    process writing the store refuses this (`layout.IndexBusy`), or with `wait` is waited for."""
     paths = [str(p) for p in inputs]
     check_no_overlap(store, paths)
     patterns: dict[str, object] = {
@@ -55,12 +57,13 @@ def add_files(
     }
     if include_crawler_files is not None:
         patterns["include_crawler_files"] = include_crawler_files
-    new = not (Path(store) / DB_NAME).exists()
+    new = not has_index(Path(store))
     totals: dict[str, float] = {}
     skipped: Counter[str] = Counter()
     inlinks: Counter[str] = Counter()
     seen: set[str] = set()
-    with ServiceIndex(store, Settings(**patterns) if patterns and new else None) as ix:
+    settings = Settings(**patterns) if patterns and new else None
+    with ServiceIndex(store, settings, wait=wait) as ix:
         if patterns:
             ix.settings.check_same_pages(ix.settings.replace(**patterns))
         rule = rule_of(ix.settings)

@@ -31,11 +31,13 @@ PageLike = PageUpdate | Mapping[str, Any] | Sequence[Any]
 
 
 class DuplicateIndex:
-    """An open incremental duplicate index (a store folder holding `service.duckdb`).
+    """An open incremental duplicate index (a store folder of versioned files).
 
     Each `add`, `add_many` or `remove` is one batch, one transaction: on any error nothing
-    of it remains. Calls hold the index's lock, so threads may share a handle; only one
-    process may open a store for writing (DuckDB's file lock).
+    of it remains. Calls hold the index's lock, so threads may share a handle. One process
+    at a time writes a store (a second writer is refused naming the holder, or waits with
+    `wait`); any number open it `read_only` meanwhile and see its last committed version
+    (`refresh` reads a newer one).
     """
 
     def __init__(
@@ -43,8 +45,11 @@ class DuplicateIndex:
         path: str | Path,
         settings: Settings | None = None,
         options: ServiceOptions | None = None,
+        *,
+        read_only: bool = False,
+        wait: bool = False,
     ) -> None:
-        self.index = ServiceIndex(path, settings, options)
+        self.index = ServiceIndex(path, settings, options, read_only=read_only, wait=wait)
 
     @property
     def path(self) -> Path:
@@ -124,8 +129,13 @@ class DuplicateIndex:
 
     # ---------------------------------------------------------------- lifetime
 
+    def refresh(self) -> bool:
+        """Read the store's newest committed version (a read-only handle beside a writer);
+        True when there was a newer one."""
+        return self.index.refresh()
+
     def close(self) -> None:
-        """Release the store (its DuckDB file lock); committed batches stay."""
+        """Release the store (its writer lock); committed batches stay."""
         self.index.close()
 
     def __enter__(self) -> DuplicateIndex:
@@ -142,9 +152,14 @@ def open_index(
     path: str | Path,
     settings: Settings | None = None,
     options: ServiceOptions | None = None,
+    *,
+    read_only: bool = False,
+    wait: bool = False,
 ) -> DuplicateIndex:
     """Open (or create) the duplicate index in the store folder `path`, the folder
     `neardup add` and `neardup serve` use. `settings` apply to a new store: an existing
     one keeps its own, and different sketch settings raise `SettingsError`. `options`
-    (winner rule, tier 2) default to the stored ones."""
-    return DuplicateIndex(path, settings, options)
+    (winner rule, tier 2) default to the stored ones. `read_only` opens the last committed
+    version beside a process that writes; `wait` waits for such a writer instead of
+    refusing with `IndexBusy`."""
+    return DuplicateIndex(path, settings, options, read_only=read_only, wait=wait)

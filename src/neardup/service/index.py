@@ -8,9 +8,11 @@ scan's rule, only the components a batch touched. A page sent again with the sam
 is tier 1 (no work). The tier-2 row store (`tier2.SignatureStore`, partitioned by the
 multidimensional length mapping) answers `check`, the lookup of a text that is not stored.
 
-DuckDB holds the truth; the process holds a copy in dicts for lookups, so one update batch
-is: compute in memory, rewrite the touched rows in one transaction, and on any exception
-roll back and reload from the file (so memory never runs ahead of the last commit).
+The files hold the truth (`layout.py`: a manifest naming versioned segments of Parquet and
+`.npy` files); the process holds a copy in dicts for lookups, so one update batch is:
+compute in memory, write the touched rows as a new segment, commit by replacing the
+manifest, and on any exception reload the last committed version (so memory never runs
+ahead of the last commit). One process writes (`layout.WriterLock`); any number read.
 
 This module is that state and its reads; the batch algorithm is in `batch.py`, the group
 rules in `groups.py`, the rows and their write in `storage.py`, the request and report
@@ -23,14 +25,17 @@ import atexit
 import contextlib
 import gc
 import json
+import os
+import shutil
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
+import pyarrow as pa
 
 from neardup.config import Settings, SettingsError
 from neardup.ingest.eligibility import enough_words
@@ -38,18 +43,36 @@ from neardup.kernels import SIGNATURE_DTYPE, fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.batch import compute_batch
+from neardup.service.layout import (
+    GROUP_SCHEMA,
+    LEGACY_DB,
+    PAGE_SCHEMA,
+    Manifest,
+    Segment,
+    WriterLock,
+    commit,
+    has_index,
+    legacy_rows,
+    merge_plan,
+    merged,
+    read_committed,
+    read_manifest,
+    read_segment,
+    remove_leftovers,
+    segment_name,
+    write_segment,
+)
 from neardup.service.lengths import LengthMap
+from neardup.service.members import SmallSets
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
 from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import (
-    DB_NAME,
     MAX_REDIRECTS,
     SERVICE_KIND,
     _Page,
-    _sql,
     invariant_errors,
-    write_rows,
+    segment_rows,
 )
 from neardup.service.tier2 import SignatureStore
 from neardup.service.updates import (
@@ -65,9 +88,12 @@ LOAD_CHUNK = 50_000  # stored rows read (and given to the graph) at a time when 
 
 
 class ServiceIndex:
-    """A persistent two-tier duplicate index in `store/service.duckdb`.
+    """A persistent two-tier duplicate index in the folder `store` (see `layout.py`).
 
-    Not thread-safe by itself; the HTTP app serialises calls with `lock`.
+    `read_only` opens the last committed version without the writer lock (any number of
+    readers beside one writer); a writer opening a store another process writes is refused
+    with one line naming the holder, or with `wait` waits for it. Not thread-safe by itself;
+    the HTTP app serialises calls with `lock`.
     """
 
     def __init__(
@@ -75,16 +101,40 @@ class ServiceIndex:
         store: str | Path,
         settings: Settings | None = None,
         options: ServiceOptions | None = None,
+        *,
+        read_only: bool = False,
+        wait: bool = False,
     ) -> None:
         self.store = Path(store)
-        open_folder(self.store, SERVICE_KIND)  # never a folder of the user's
-        self.path = self.store / DB_NAME
-        self.con = duckdb.connect(str(self.path))
+        self.read_only = read_only
+        self.writer: WriterLock | None = None
         self.lock = threading.RLock()
-        self.con.execute(_sql("schema.sql"))
-        stored = dict(self.con.execute("SELECT key, value FROM settings").fetchall())
-        if "settings" in stored:
-            mine = Settings.from_json(stored["settings"])
+        self._commit_lock = threading.Lock()  # the manifest: a batch's commit, a merge's
+        self._merging = threading.Lock()  # one merge at a time, outside `lock`
+        if read_only:
+            if not has_index(self.store):
+                raise ServiceError(f"{self.store} holds no service index to open read-only")
+        else:
+            open_folder(self.store, SERVICE_KIND)  # never a folder of the user's
+            self.writer = WriterLock(self.store, wait)
+        try:
+            self._open(settings, options)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, settings: Settings | None, options: ServiceOptions | None) -> None:
+        manifest = read_manifest(self.store)
+        if manifest is None and (self.store / LEGACY_DB).is_file():
+            if self.read_only:
+                raise ServiceError(
+                    f"{self.store} is an index of an older neardup: open it once for writing "
+                    "(neardup add, or open_index without read_only) to convert it"
+                )
+            manifest = self._convert_legacy()
+        if manifest is not None:
+            meta = manifest.meta
+            mine = Settings.from_json(meta["settings"])
             if settings is not None:
                 mine.check_compatible(settings)
                 mine.check_same_pages(settings)
@@ -96,14 +146,11 @@ class ServiceIndex:
             self.options = (
                 options
                 if options is not None
-                else ServiceOptions(**_tuple_lists(json.loads(stored["options"])))
+                else ServiceOptions(**_tuple_lists(json.loads(meta["options"])))
             )
-            self.next_group = int(stored.get("next_group", "1"))
         else:
             self.settings = settings or Settings()
             self.options = options or ServiceOptions()
-            self.next_group = 1
-            self._write_settings()
         s = self.settings
         if s.bands and s.rows:
             self.bands, self.rows = s.bands, s.rows
@@ -115,29 +162,113 @@ class ServiceIndex:
             raise ServiceError(f"tier2 must be one of {', '.join(TIER2_MODES)}, not {o.tier2!r}")
         if o.dims < 1 or o.parts < 1 or o.rho < 1:
             raise ServiceError("dims and parts must be >= 1 and rho >= 1")
+        if self.writer is not None:
+            remove_leftovers(self.store, manifest)
+            if manifest is None:  # a new store: its settings are its first version
+                self.manifest = Manifest(meta=self._meta(1))
+                commit(self.store, self.manifest)
         self._load()
 
     # ---------------------------------------------------------------- state
 
-    def _write_settings(self) -> None:
-        rows = [
-            ("settings", self.settings.to_json()),
-            ("options", json.dumps(self.options.__dict__)),
-            ("next_group", str(self.next_group)),
-        ]
+    def _meta(self, next_group: int) -> dict[str, Any]:
+        """What the manifest says besides the segments: settings, options, the next group
+        id and tier 2's length grid."""
+        meta: dict[str, Any] = {
+            "settings": self.settings.to_json(),
+            "options": json.dumps(self.options.__dict__),
+            "next_group": next_group,
+            "num_perm": self.settings.num_perm,
+            "dims": self.options.dims,
+        }
         store = getattr(self, "store_rows", None)
         if store is not None and store.map is not None:
-            grid = {"edges": store.map.to_json(), "rows": store.map_rows}
-            rows.append(("length_map", json.dumps(grid)))
-        self.con.execute("DELETE FROM settings")
-        self.con.executemany("INSERT INTO settings VALUES (?, ?)", rows)
+            meta["length_map"] = {"edges": store.map.to_json(), "rows": store.map_rows}
+        return meta
+
+    def _convert_legacy(self) -> Manifest:
+        """Rewrite an index kept in one DuckDB file (neardup before issue 26) as the
+        versioned files, once; the old file is kept beside, renamed."""
+        db = self.store / LEGACY_DB
+        print(
+            f"neardup: converting {db} to the versioned column files (once)",
+            file=sys.stderr,
+            flush=True,
+        )
+        stored, pages, groups = legacy_rows(db)
+        settings = Settings.from_json(stored["settings"])
+        options = ServiceOptions(**_tuple_lists(json.loads(stored["options"])))
+        num_perm, dims = settings.num_perm, options.dims
+        n = pages.num_rows
+        sigs = np.zeros((n, num_perm), dtype=np.uint32)
+        lens = np.zeros((n, dims), dtype=np.int32)
+        has = np.zeros(n, dtype=bool)
+        length = pages.column("length").to_numpy(zero_copy_only=False)
+        for i, (sig, dl) in enumerate(
+            zip(
+                pages.column("signature").to_pylist(),
+                pages.column("dim_lengths").to_pylist(),
+                strict=True,
+            )
+        ):
+            if sig is not None:
+                has[i] = True
+                sigs[i] = np.frombuffer(sig, dtype="<u4")
+                if dl and len(dl) == dims:
+                    lens[i] = dl
+                else:  # a store written before the length mapping: spread evenly
+                    lens[i] = int(length[i] or 0) // dims
+        sfp = pages.column("shingle_fp").to_pylist()
+        ntok = pages.column("n_tokens").to_pylist()
+        for i, sig in enumerate(pages.column("signature").to_pylist()):
+            # A store written before the scan's graph: the signature stands for the set.
+            if sig is not None and sfp[i] is None:
+                sfp[i] = fingerprint64(sig)
+            if sig is not None and ntok[i] is None:
+                ntok[i] = int(length[i] or 0)
+        table = pa.table(
+            {
+                "url": pages.column("url"),
+                "group_id": pages.column("group_id"),
+                "length": pages.column("length").cast(pa.int32()),
+                "has_signature": pa.array(has),
+                "exact_fp": pages.column("exact_fp"),
+                "redirect_to": pages.column("redirect_to"),
+                "links_in": pages.column("links_in").cast(pa.int32()),
+                "verified": pages.column("verified"),
+                "removed": pages.column("removed"),
+                "shingle_fp": pa.array(sfp, pa.int64()),
+                "page_key": pa.nulls(n, pa.int64()),
+                "n_tokens": pa.array(ntok, pa.int32()),
+            },
+            schema=PAGE_SCHEMA,
+        )
+        gtable = groups.cast(GROUP_SCHEMA)
+        name = segment_name(1)
+        write_segment(self.store, name, Segment(table, sigs, lens, gtable))
+        meta: dict[str, Any] = {
+            "settings": stored["settings"],
+            "options": stored["options"],
+            "next_group": int(stored.get("next_group", "1")),
+            "num_perm": num_perm,
+            "dims": dims,
+        }
+        if "length_map" in stored:
+            meta["length_map"] = json.loads(stored["length_map"])
+        manifest = Manifest(1, [name], [n], meta)
+        commit(self.store, manifest)
+        os.replace(db, self.store / f"{LEGACY_DB}.converted")
+        with contextlib.suppress(FileNotFoundError):
+            (self.store / f"{LEGACY_DB}.wal").unlink()
+        return manifest
 
     def _load(self) -> None:
-        """Rebuild the in-memory copy from the last committed state."""
-        stored = dict(self.con.execute("SELECT key, value FROM settings").fetchall())
-        self.next_group = int(stored.get("next_group", "1"))
+        """Rebuild the in-memory copy from the last committed version."""
+        manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+        self.manifest = manifest
+        self.next_group = int(manifest.meta.get("next_group", 1))
         self.pages: dict[str, _Page] = {}
-        self.groups: dict[int, set[str]] = {}
+        self.groups = SmallSets[int]()  # group id -> its pages
         self.winners: dict[int, str] = {}
         self.redirects = RedirectGraph()
         o = self.options
@@ -151,31 +282,75 @@ class ServiceIndex:
             self.bands,
             self.rows,
         )
-        self.scan_graph = ScanGraph(self.settings)
-        graph_pages: dict[str, tuple[int, int, np.ndarray]] = {}
-        cursor = self.con.execute(_sql("load_pages.sql"))
-        # In chunks: the rows of a million pages never sit in memory at once, and the graph
-        # takes them a chunk at a time, as it takes batches (the same graph either way).
+        self.scan_graph = ScanGraph(self.settings, self._signature_of)
+        # One signature matrix: each page's sketch is a row of it (a view, no copy).
+        self._sigs = np.ascontiguousarray(state.signatures, dtype=SIGNATURE_DTYPE)
+        self._lens = np.ascontiguousarray(state.dim_lengths, dtype=np.int32)
+        graph_pages: dict[str, tuple[int, int]] = {}
+        # In chunks: the graph takes them a chunk at a time, as it takes batches (the same
+        # graph either way).
         with _no_collection():
-            while rows := cursor.fetchmany(LOAD_CHUNK):
-                self._load_rows(rows, graph_pages)
+            for first in range(0, state.pages.num_rows, LOAD_CHUNK):
+                chunk = state.pages.slice(first, LOAD_CHUNK)
+                self._load_rows(chunk, first, graph_pages)
                 self.scan_graph.update((), graph_pages)
                 graph_pages.clear()
-        for gid, winner in self.con.execute("SELECT group_id, winner_url FROM groups").fetchall():
+        groups = state.groups
+        for gid, winner in zip(
+            groups.column("group_id").to_pylist(),
+            groups.column("winner_url").to_pylist(),
+            strict=True,
+        ):
             self.winners[gid] = winner
-        if "length_map" in stored:
-            grid = json.loads(stored["length_map"])
-            if len(grid["edges"]) == o.dims:
-                self.store_rows.map = LengthMap.from_json(grid["edges"])
-                self.store_rows.map_rows = int(grid["rows"])
+        grid = manifest.meta.get("length_map")
+        if grid is not None and len(grid["edges"]) == o.dims:
+            self.store_rows.map = LengthMap.from_json(grid["edges"])
+            self.store_rows.map_rows = int(grid["rows"])
+        del state
+        # Arrow's allocator keeps what the files' tables used for its next tables; an index
+        # holds none after opening, so it goes back to the system (about 0.9 KB a page).
+        pa.default_memory_pool().release_unused()
         _settle()
 
     def _load_rows(
-        self, rows: list[tuple[Any, ...]], graph_pages: dict[str, tuple[int, int, np.ndarray]]
+        self,
+        rows: pa.Table,
+        first: int,
+        graph_pages: dict[str, tuple[int, int]],
     ) -> None:
         """Pages of stored rows into memory; the graph's nodes among them into `graph_pages`."""
-        o = self.options
-        for url, _dk, gid, length, sig, fp, redir, links, verified, removed, dl, sfp, nt in rows:
+        cols = [
+            rows.column(name).to_pylist()
+            for name in (
+                "url",
+                "group_id",
+                "length",
+                "has_signature",
+                "exact_fp",
+                "redirect_to",
+                "links_in",
+                "verified",
+                "removed",
+                "shingle_fp",
+                "page_key",
+                "n_tokens",
+            )
+        ]
+        min_tokens = self.settings.min_tokens
+        for i, (
+            url,
+            gid,
+            length,
+            has,
+            fp,
+            redir,
+            links,
+            verified,
+            removed,
+            sfp,
+            key,
+            nt,
+        ) in enumerate(zip(*cols, strict=True), first):
             p = _Page(
                 url,
                 gid,
@@ -188,24 +363,33 @@ class ServiceIndex:
             )
             if redir:
                 self._set_redirect(p, redir)
-            if sig is not None:
-                lens = np.asarray(dl, dtype=np.int32) if dl and len(dl) == o.dims else None
-                if lens is None:  # a store written before the length mapping: spread evenly
-                    lens = np.full(o.dims, p.length // o.dims, dtype=np.int32)
-                sig_arr = np.frombuffer(sig, dtype="<u4").astype(SIGNATURE_DTYPE)
-                self._set_signature(p, sig_arr, p.length, lens)
-                # A store written before the scan's graph: the signature stands for the set.
-                p.shingle_fp = sfp if sfp is not None else fingerprint64(sig)
-                p.n_tokens = nt if nt is not None else p.length
-                if not removed and enough_words(p.n_tokens, p.length, self.settings.min_tokens):
-                    graph_pages[url] = (url_key(url), p.shingle_fp, sig_arr)
+            if has:
+                sig_arr = self._sigs[i]
+                self._set_signature(p, sig_arr, p.length, self._lens[i])
+                p.shingle_fp = sfp
+                p.n_tokens = nt or 0
+                if not removed and enough_words(p.n_tokens, p.length, min_tokens):
+                    graph_pages[url] = (url_key(url) if key is None else key, sfp)
             self.pages[url] = p
             if gid is not None:
-                self.groups.setdefault(gid, set()).add(url)
+                self.groups.add(gid, url)
 
     def close(self) -> None:
-        self.con.close()
+        """Release the writer lock (committed batches stay)."""
+        if self.writer is not None:
+            self.writer.release()
+            self.writer = None
         gc.unfreeze()  # what `_settle` hid is collectable again (and finalised at exit)
+
+    def refresh(self) -> bool:
+        """Read a newer committed version, if a writer made one since this index was
+        opened (for a read-only index); True when it did."""
+        manifest = read_manifest(self.store)
+        if manifest is None or manifest.version == self.manifest.version:
+            return False
+        with self.lock:
+            self._load()
+        return True
 
     def __enter__(self) -> ServiceIndex:
         return self
@@ -376,16 +560,16 @@ class ServiceIndex:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
         settings (elsewhere: another process, while this one applies the previous batch)."""
         t0 = time.perf_counter() if t0 is None else t0
+        if self.writer is None:
+            raise ServiceError(f"{self.store} is open read-only: it takes no updates")
         with self.lock, _no_collection():
-            self.con.execute("BEGIN TRANSACTION")
             try:
                 report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                 self._write(dirty_pages, dirty_groups, dropped)
-                self.con.execute("COMMIT")
             except BaseException:
-                self.con.execute("ROLLBACK")
-                self._load()
+                self._load()  # memory never runs ahead of the last commit
                 raise
+        self._merge_due()  # after the lock: reads need not wait for a merge
         _settle()
         report.seconds = time.perf_counter() - t0
         return report
@@ -408,6 +592,12 @@ class ServiceIndex:
         else:
             self.store_rows.put(p.url, sig, lens)
 
+    def _signature_of(self, url: str) -> np.ndarray:
+        """A stored page's sketch (the scan graph's nodes have one)."""
+        sig = self.pages[url].signature
+        assert sig is not None, url
+        return sig
+
     def _set_redirect(self, p: _Page, target: str | None) -> None:
         self.redirects.set(p.url, p.redirect_to, target)
         p.redirect_to = target
@@ -415,15 +605,83 @@ class ServiceIndex:
     # ---------------------------------------------------------------- writes
 
     def _write(self, dirty: set[str], groups: set[int], dropped: set[int]) -> None:
-        """Rewrite the touched page and group rows (inside the caller's transaction)."""
-        write_rows(self.con, self.pages, self.groups, self.winners, dirty, groups, dropped)
-        self._write_settings()
+        """Commit a batch: its touched page and group rows as a new segment, then the
+        manifest naming it (the commit point)."""
+        seg = segment_rows(
+            self.pages,
+            self.groups,
+            self.winners,
+            dirty,
+            groups,
+            dropped,
+            self.scan_graph.key,
+            self.settings.num_perm,
+            self.options.dims,
+        )
+        with self._commit_lock:
+            old = self.manifest
+            version = old.version + 1
+            name = segment_name(version)
+            write_segment(self.store, name, seg, hook=True)
+            new = Manifest(
+                version,
+                [*old.segments, name],
+                [*old.rows, seg.pages.num_rows],
+                self._meta(self.next_group),
+            )
+            commit(self.store, new)
+            self.manifest = new
+
+    def _merge_due(self) -> None:
+        """Merge the newest segments while `merge_plan` asks for it, each merge committed as
+        a version of its own. It changes no state in memory, so it runs outside `lock`: reads
+        (and even the next batch) go on meanwhile; a merge already under way in another
+        thread is left to finish the work."""
+        if not self._merging.acquire(blocking=False):
+            return
+        try:
+            while self._merge_once():
+                pass
+        finally:
+            self._merging.release()
+
+    def _merge_once(self) -> bool:
+        """One merge of the newest segments `merge_plan` names; False when none is due.
+        Batches committed meanwhile only append segments, so the merged ones keep their
+        places; their files are removed once the manifest no longer names them (a reader
+        that mapped them keeps its map)."""
+        with self._commit_lock:
+            start = self.manifest
+        k = merge_plan(start.rows)
+        if not k:
+            return False
+        names = start.segments[-k:]
+        segs = [read_segment(self.store, name) for name in names]
+        # It reaches the oldest segment: deleted groups have nothing older to hide.
+        whole = merged(segs, drop_deleted=len(names) == len(start.segments))
+        name = f"{segment_name(start.version)}-merged"  # the one merge from this version
+        write_segment(self.store, name, whole)
+        with self._commit_lock:
+            cur = self.manifest
+            at = len(start.segments) - k
+            assert cur.segments[at : at + k] == names, "a segment moved during a merge"
+            new = Manifest(
+                cur.version + 1,
+                [*cur.segments[:at], name, *cur.segments[at + k :]],
+                [*cur.rows[:at], whole.pages.num_rows, *cur.rows[at + k :]],
+                cur.meta,
+            )
+            commit(self.store, new)
+            self.manifest = new
+        for gone in names:
+            shutil.rmtree(self.store / gone, ignore_errors=True)
+        return True
 
     # ---------------------------------------------------------------- checks
 
     def consistency_errors(self) -> list[str]:
-        """Invariants of the stored state (used by tests and after a crash)."""
-        return invariant_errors(self.con)
+        """Invariants of the last committed version (used by tests and after a crash)."""
+        return invariant_errors(read_committed(self.store, self.manifest)[1])
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ component has the same nodes, edges, weights and keys as before, so its clusters
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 import numpy as np
@@ -38,6 +38,7 @@ from neardup.kernels.graph import (
 )
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
 from neardup.service.band_buckets import BandBuckets
+from neardup.service.members import SmallSets
 
 Pair = tuple[str, str]  # (url, url) in increasing order
 
@@ -45,13 +46,15 @@ Pair = tuple[str, str]  # (url, url) in increasing order
 class ScanGraph:
     """Classes, band index, candidate counts and verified edges of the eligible pages."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, signature_of: Callable[[str], np.ndarray]) -> None:
         self.settings = settings
+        # A node's sketch is its page's (the index's one copy of each signature), asked for
+        # when the graph needs it, never copied here.
+        self.signature_of = signature_of
         self.bands, self.rows = lsh_shape(settings)
         self.key: dict[str, int] = {}  # page key of each eligible page
         self.fp: dict[str, int] = {}  # shingle-set fingerprint of each eligible page
-        self.sig: dict[str, np.ndarray] = {}
-        self.classes: dict[int, set[str]] = defaultdict(set)  # fingerprint -> pages
+        self.classes = SmallSets[int]()  # fingerprint -> pages
         self.rep: dict[int, str] = {}  # fingerprint -> its class representative (a node)
         self.buckets = BandBuckets(self.bands)  # the nodes by band key, one table per band
         self.emitted: dict[Pair, int] = {}  # candidate pair -> tables that emit it
@@ -64,30 +67,29 @@ class ScanGraph:
 
     # ------------------------------------------------------------------ updates
 
-    def update(self, gone: Iterable[str], put: dict[str, tuple[int, int, np.ndarray]]) -> set[str]:
+    def update(self, gone: Iterable[str], put: dict[str, tuple[int, int]]) -> set[str]:
         """Remove the pages `gone`, add or replace the pages `put` (url -> (page key, shingle
-        fingerprint, signature)); return the nodes whose component must be clustered again."""
+        fingerprint); their signatures already `signature_of` theirs); return the nodes whose
+        component must be clustered again."""
         fps: set[int] = set()
         gone = set(gone) - set(put)
         for url in [*gone, *put]:
             if url in self.fp:
                 fp = self.fp.pop(url)
                 fps.add(fp)
-                self.classes[fp].discard(url)
-                del self.sig[url]  # the key stays until the buckets are rebuilt below
-        for url, (key, fp, sig) in put.items():
-            self.key[url], self.fp[url], self.sig[url] = key, fp, sig
-            self.classes[fp].add(url)
+                self.classes.discard(fp, url)
+                # the key stays until the buckets are rebuilt below
+        for url, (key, fp) in put.items():
+            self.key[url], self.fp[url] = key, fp
+            self.classes.add(fp, url)
             fps.add(fp)
         leaving: set[str] = set()
         entering: dict[str, int] = {}
         touched: set[str] = set()
         for fp in fps:
             old = self.rep.get(fp)
-            members = self.classes[fp]
+            members = self.classes.members(fp)
             new = min(members, key=self.order) if members else None
-            if not members:
-                del self.classes[fp]
             if old is not None and (old != new or old in put):
                 leaving.add(old)
             if new is not None:
@@ -111,7 +113,7 @@ class ScanGraph:
         new_urls = sorted(entering)
         new_keys = np.empty((0, self.bands), dtype=np.int64)
         if new_urls:
-            sigs = np.stack([self.sig[u] for u in new_urls])
+            sigs = np.stack([self.signature_of(u) for u in new_urls])
             new_keys = lsh_keys(sigs, None, self.bands, self.rows)
         old_keys = [self.buckets.keys_of(u) for u in leaving]
         every = np.concatenate([np.stack(old_keys), new_keys]) if old_keys else new_keys
@@ -170,7 +172,8 @@ class ScanGraph:
         if not todo:
             return changed
         sim, agree = pair_scores(
-            np.stack([self.sig[a] for a, _ in todo]), np.stack([self.sig[b] for _, b in todo])
+            np.stack([self.signature_of(a) for a, _ in todo]),
+            np.stack([self.signature_of(b) for _, b in todo]),
         )
         ok = passes(sim, agree, self.settings.threshold, False)
         self.verifications += len(todo)
@@ -198,7 +201,8 @@ class ScanGraph:
         if not nodes:
             return []
         sims, agree = pair_scores(
-            np.broadcast_to(sig, (len(nodes), sig.size)), np.stack([self.sig[u] for u in nodes])
+            np.broadcast_to(sig, (len(nodes), sig.size)),
+            np.stack([self.signature_of(u) for u in nodes]),
         )
         ok = passes(sims, agree, self.settings.threshold, False)
         out = []
@@ -260,7 +264,7 @@ class ScanGraph:
         graph = Graph.from_edges(
             n, np.array(a, np.int64), np.array(b, np.int64), np.array(s, np.float64)
         )
-        weight = np.array([len(self.classes[self.fp[u]]) for u in nodes], dtype=np.int64)
+        weight = np.array([self.classes.size(self.fp[u]) for u in nodes], dtype=np.int64)
         tie = np.array([self.key[u] for u in nodes], dtype=np.int64)
         rule = self.settings.cluster_rule
         if rule == "core":
@@ -282,7 +286,7 @@ class ScanGraph:
         pages = []
         for u in members:
             pages.append(u)
-            cls = self.classes[self.fp[u]]
+            cls = self.classes.members(self.fp[u])
             if len(cls) > 1:
-                pages.extend(sorted(cls - {u}, key=self.order))
+                pages.extend(sorted(set(cls) - {u}, key=self.order))
         return pages

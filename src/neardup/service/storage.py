@@ -1,35 +1,29 @@
-"""How the service index lies in DuckDB: the page rows, their in-memory copy, the write.
+"""The service index's page rows: their in-memory copy, the rows a batch writes.
 
-The schema is in `service/sql/schema.sql`; this module writes the rows a batch touched and
-states the invariants the stored state must keep, so that a crash test can check them.
+The files are described in `layout.py`; this module turns the pages a batch touched into
+one segment's rows and states the invariants the stored state must keep, so that a crash
+test can check them.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
-from neardup.kernels import fingerprint64
-from neardup.store.sql_files import package_sql
+from neardup.service.layout import (
+    GROUP_SCHEMA,
+    PAGE_SCHEMA,
+    SLEEP_HOOK,
+    TX_MARKER,
+    Segment,
+)
 
-DB_NAME = "service.duckdb"
 SERVICE_KIND = "service index"
-# Test hook: seconds to sleep inside the transaction (after the pages were rewritten, before
-# the group rows), printing a marker first, so a test can kill the process mid-batch.
-SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
-TX_MARKER = "neardup-service: inside transaction"
 MAX_REDIRECTS = 32
-
-
-def _sql(name: str) -> str:
-    return package_sql("service/sql", name)
+__all__ = ["SLEEP_HOOK", "TX_MARKER"]  # the crash test's hook, defined with the files
 
 
 # Each query counts the rows that break one invariant of the stored state.
@@ -76,89 +70,74 @@ class _Page:
     n_tokens: int = 0  # words, for the scan's `min_tokens`
 
 
-def write_rows(
-    con: duckdb.DuckDBPyConnection,
+def segment_rows(
     pages: dict[str, _Page],
     members: dict[int, set[str]],
     winners: dict[int, str],
     dirty: set[str],
     groups: set[int],
     dropped: set[int],
-) -> None:
-    """Rewrite the touched page rows (`dirty`) and group rows (`groups`; `dropped` are
-    deleted first) inside the caller's transaction. `members` and `winners` are the
-    index's groups."""
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    keys: dict[str, int],
+    num_perm: int,
+    dims: int,
+) -> Segment:
+    """The rows a batch rewrote, as one segment: the touched pages (`dirty`), the touched
+    groups (`groups`) and a deleting row for each of `dropped` that is not among them.
+    `members` and `winners` are the index's groups, `keys` the scan graph's page keys."""
     rows = [pages[u] for u in sorted(dirty)]
+    sigs = np.zeros((len(rows), num_perm), dtype=np.uint32)
+    lens = np.zeros((len(rows), dims), dtype=np.int32)
+    for i, p in enumerate(rows):
+        if p.signature is not None:
+            sigs[i] = p.signature
+        if p.lengths is not None and p.lengths.size == dims:
+            lens[i] = p.lengths
     table = pa.table(
         {
-            "url": [p.url for p in rows],
-            "doc_key": pa.array(
-                [fingerprint64(p.url.encode("utf-8", "surrogatepass")) for p in rows],
-                pa.int64(),
-            ),
+            "url": pa.array([p.url for p in rows], pa.string()),
             "group_id": pa.array([p.group_id for p in rows], pa.int64()),
             "length": pa.array([p.length for p in rows], pa.int32()),
-            "signature": pa.array(
-                [
-                    None if p.signature is None else p.signature.astype("<u4").tobytes()
-                    for p in rows
-                ],
-                pa.binary(),
-            ),
+            "has_signature": pa.array([p.signature is not None for p in rows], pa.bool_()),
             "exact_fp": pa.array([p.exact_fp for p in rows], pa.int64()),
             "redirect_to": pa.array([p.redirect_to for p in rows], pa.string()),
             "links_in": pa.array([p.links_in for p in rows], pa.int32()),
             "verified": pa.array([p.verified for p in rows], pa.bool_()),
-            "updated_at": pa.array([now] * len(rows), pa.timestamp("us")),
             "removed": pa.array([p.removed for p in rows], pa.bool_()),
-            "dim_lengths": pa.array(
-                [None if p.lengths is None else p.lengths.tolist() for p in rows],
-                pa.list_(pa.int32()),
-            ),
             "shingle_fp": pa.array([p.shingle_fp for p in rows], pa.int64()),
+            "page_key": pa.array([keys.get(p.url) for p in rows], pa.int64()),
             "n_tokens": pa.array([p.n_tokens for p in rows], pa.int32()),
-        }
+        },
+        schema=PAGE_SCHEMA,
     )
-    con.register("_svc_pages", table)
-    con.execute("DELETE FROM pages WHERE url IN (SELECT url FROM _svc_pages)")
-    con.execute("INSERT INTO pages BY NAME SELECT * FROM _svc_pages")
-    con.unregister("_svc_pages")
-    hook = os.environ.get(SLEEP_HOOK)
-    if hook:
-        print(TX_MARKER, flush=True)
-        print(TX_MARKER, file=sys.stderr, flush=True)
-        time.sleep(float(hook))
     gids = sorted(groups)
+    gone = sorted(dropped - groups)
     gtable = pa.table(
         {
-            "group_id": pa.array(gids, pa.int64()),
-            "winner_url": [winners[g] for g in gids],
-            "winner_signature": pa.array(
-                [pages[winners[g]].signature.astype("<u4").tobytes() for g in gids],
-                pa.binary(),
-            ),
-            "size": pa.array([len(members[g]) for g in gids], pa.int32()),
+            "group_id": pa.array(gids + gone, pa.int64()),
+            "winner_url": pa.array([winners[g] for g in gids] + [None] * len(gone), pa.string()),
+            "size": pa.array([len(members[g]) for g in gids] + [0] * len(gone), pa.int32()),
             "failed": pa.array(
-                [sum(not pages[u].verified for u in members[g]) for g in gids],
+                [sum(not pages[u].verified for u in members[g]) for g in gids] + [0] * len(gone),
                 pa.int32(),
             ),
-            "updated_at": pa.array([now] * len(gids), pa.timestamp("us")),
-        }
+        },
+        schema=GROUP_SCHEMA,
     )
-    con.register("_svc_groups", gtable)
-    con.register("_svc_dropped", pa.table({"group_id": pa.array(sorted(dropped), pa.int64())}))
-    con.execute("DELETE FROM groups WHERE group_id IN (SELECT group_id FROM _svc_dropped)")
-    con.execute("INSERT INTO groups SELECT * FROM _svc_groups")
-    con.unregister("_svc_groups")
-    con.unregister("_svc_dropped")
+    return Segment(table, sigs, lens, gtable)
 
 
-def invariant_errors(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Invariants of the stored state (used by tests and after a crash)."""
+def invariant_errors(state: Segment) -> list[str]:
+    """Invariants of a committed state (used by tests and after a crash), checked in DuckDB
+    over its page and group rows."""
     errs = []
-    for sql, what in _INVARIANTS:
-        count = con.execute(sql).fetchone()[0]
-        if count:
-            errs.append(f"{count} {what}")
+    con = duckdb.connect()
+    try:
+        con.register("pages", state.pages)
+        con.register("groups", state.groups)
+        for sql, what in _INVARIANTS:
+            count = con.execute(sql).fetchone()[0]
+            if count:
+                errs.append(f"{count} {what}")
+    finally:
+        con.close()
     return errs

@@ -1,0 +1,428 @@
+"""How the service index lies on disk: versioned column files named by a manifest.
+
+Why: the index used to live in one DuckDB file. DuckDB holds a file lock per process, so a
+second process (`neardup add` while `neardup serve` runs, a reader) ended in a traceback, and
+the rows were not files another engine could read. Now the store folder holds:
+
+    manifest.json           the committed version: its number, the settings, and the
+                            segments that make it up, oldest first
+    writer.lock             the one writer's lock (fcntl), holding its PID and command
+    seg-000001/ ...         one segment per batch (or per merge of segments):
+        pages.parquet       the page rows the batch rewrote (URL, group, flags, lengths)
+        signatures.npy      their min-hash sketches, one (rows, num_perm) uint32 matrix
+        dim_lengths.npy     their words per sub-dictionary, (rows, dims) int32
+        groups.parquet      the group rows the batch rewrote; a null winner deletes one
+
+A page's state is its row in the newest segment that holds it (likewise a group's). A batch
+writes a new segment folder beside the others (`.tmp`, then renamed) and then the manifest
+(written to a temporary file and `os.replace`d), so a reader sees the previous version or the
+next, never half of one, and a kill at any moment leaves the last committed manifest: a
+segment it does not name is a leftover, removed by the next writer. Segments are never
+changed once written; the newest ones are merged into one, four of a size class at a time
+(`merge_plan`: a store of n pages has at most about 3 log4(n / batch) segments, and each row
+is rewritten about log4(n / batch) times), and a merge that reaches the oldest segment drops
+deleted groups for good. Parquet and `.npy` are what the
+Spark engine and DuckDB read without a translation step, as they read a scan's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from neardup.service.updates import ServiceError
+
+if sys.platform != "win32":
+    import fcntl
+
+MANIFEST = "manifest.json"
+LOCK_NAME = "writer.lock"
+FORMAT = 2  # 1 was the DuckDB file (`LEGACY_DB`)
+LEGACY_DB = "service.duckdb"
+SEG_PREFIX = "seg-"
+# Test hook: seconds to sleep while a batch's segment is half written (pages written, groups
+# not yet, manifest not yet), printing a marker first, so a test can kill the process there.
+SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
+TX_MARKER = "neardup-service: inside transaction"
+
+PAGE_SCHEMA = pa.schema(
+    [
+        ("url", pa.string()),
+        ("group_id", pa.int64()),  # null for redirects and removed pages
+        ("length", pa.int32()),  # distinct shingles
+        ("has_signature", pa.bool_()),  # whether its row of signatures.npy is a sketch
+        ("exact_fp", pa.int64()),
+        ("redirect_to", pa.string()),
+        ("links_in", pa.int32()),  # the page's own in-links
+        ("verified", pa.bool_()),  # resemblance to its winner >= threshold (winners: true)
+        ("removed", pa.bool_()),
+        ("shingle_fp", pa.int64()),  # shingle-set fingerprint: the scan's classes
+        ("page_key", pa.int64()),  # the scan's tie-break key (`url_key`), kept to skip rehashing
+        ("n_tokens", pa.int32()),  # words, for the scan's min_tokens
+    ]
+)
+GROUP_SCHEMA = pa.schema(
+    [
+        ("group_id", pa.int64()),
+        ("winner_url", pa.string()),  # null: the group was deleted
+        ("size", pa.int32()),
+        ("failed", pa.int32()),  # losers that failed verification against the winner
+    ]
+)
+
+
+class IndexBusy(ServiceError):
+    """Another process holds the store's writer lock."""
+
+
+@dataclass
+class Segment:
+    """The rows of one segment (or of several merged): pages with their matrices, groups."""
+
+    pages: pa.Table
+    signatures: np.ndarray  # (len(pages), num_perm) uint32
+    dim_lengths: np.ndarray  # (len(pages), dims) int32
+    groups: pa.Table
+
+
+@dataclass
+class Manifest:
+    """One committed version of the index."""
+
+    version: int = 0
+    segments: list[str] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)  # page rows of each segment
+    meta: dict[str, Any] = field(default_factory=dict)  # settings, options, next_group, ...
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "version": self.version,
+                "segments": self.segments,
+                "rows": self.rows,
+                **self.meta,
+            },
+            indent=1,
+        )
+
+
+def has_index(store: Path) -> bool:
+    """Whether the folder holds an index (in this layout or the old one)."""
+    return (store / MANIFEST).is_file() or (store / LEGACY_DB).is_file()
+
+
+def read_manifest(store: Path) -> Manifest | None:
+    """The last committed version, or None for a store that has none yet."""
+    try:
+        raw = json.loads((store / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise ServiceError(f"{store / MANIFEST}: unreadable ({err})") from None
+    if raw.get("format") != FORMAT:
+        raise ServiceError(f"{store / MANIFEST}: format {raw.get('format')!r}, not {FORMAT}")
+    meta = {k: v for k, v in raw.items() if k not in ("format", "version", "segments", "rows")}
+    return Manifest(int(raw["version"]), list(raw["segments"]), list(raw["rows"]), meta)
+
+
+def commit(store: Path, manifest: Manifest) -> None:
+    """Make `manifest` the committed version: write it beside, flush it, rename it over."""
+    tmp = store / f"{MANIFEST}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(manifest.to_json())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, store / MANIFEST)
+    _fsync_dir(store)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ segments
+
+
+def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> None:
+    """Write a segment folder completely (under a temporary name, then renamed)."""
+    final = store / name
+    tmp = store / f"{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    pq.write_table(seg.pages, tmp / "pages.parquet", compression="snappy")
+    _save_npy(tmp / "signatures.npy", seg.signatures)
+    _save_npy(tmp / "dim_lengths.npy", seg.dim_lengths)
+    delay = os.environ.get(SLEEP_HOOK) if hook else None
+    if delay:
+        print(TX_MARKER, flush=True)
+        print(TX_MARKER, file=sys.stderr, flush=True)
+        time.sleep(float(delay))
+    pq.write_table(seg.groups, tmp / "groups.parquet", compression="snappy")
+    for f in tmp.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, final)  # made durable by the commit's flush of the folder
+
+
+def _save_npy(path: Path, arr: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.save(f, np.ascontiguousarray(arr))
+
+
+def read_segment(store: Path, name: str) -> Segment:
+    """One segment; the matrices are memory-mapped (a segment is never changed once
+    written, and a mapping outlives the file's removal by a merge)."""
+    folder = store / name
+    return Segment(
+        _read_parquet(folder / "pages.parquet", PAGE_SCHEMA),
+        np.load(folder / "signatures.npy", mmap_mode="r"),
+        np.load(folder / "dim_lengths.npy", mmap_mode="r"),
+        _read_parquet(folder / "groups.parquet", GROUP_SCHEMA),
+    )
+
+
+def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
+    """One Parquet file, as written (`ParquetFile`, not `read_table`: that one loads the
+    dataset layer and pandas, half a second of a command's start)."""
+    return pq.ParquetFile(path).read().cast(schema)
+
+
+def merged(segs: list[Segment], drop_deleted: bool) -> Segment:
+    """Segments read as one, the newest row of each page and group winning; deleted groups
+    are dropped when `drop_deleted` (the merge reaches the oldest segment)."""
+    if len(segs) == 1:  # a segment holds each page and group once
+        one = segs[0]
+        if drop_deleted:
+            one.groups = one.groups.filter(one.groups.column("winner_url").is_valid())
+        return one
+    pages = pa.concat_tables([s.pages for s in segs])
+    pages = pages.append_column("_row", pa.array(np.arange(pages.num_rows, dtype=np.int64)))
+    groups = pa.concat_tables([s.groups for s in segs])
+    groups = groups.append_column("_row", pa.array(np.arange(groups.num_rows, dtype=np.int64)))
+    rows = np.sort(_newest(pages, "url"))
+    grows = np.sort(_newest(groups, "group_id"))
+    if drop_deleted:
+        alive = groups.column("winner_url").take(pa.array(grows)).is_valid().to_numpy(False)
+        grows = grows[alive]
+    return Segment(
+        pages.take(rows).drop_columns(["_row"]),
+        _gather([s.signatures for s in segs], rows),
+        _gather([s.dim_lengths for s in segs], rows),
+        groups.take(grows).drop_columns(["_row"]),
+    )
+
+
+def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Rows `rows` (ascending, numbered across `parts`) of the stacked matrices, read from
+    each part in turn without stacking them first."""
+    ends = np.cumsum([p.shape[0] for p in parts])
+    out = np.empty((rows.size, parts[0].shape[1]), dtype=parts[0].dtype)
+    cuts = np.searchsorted(rows, ends)
+    lo = 0
+    for part, end, cut in zip(parts, ends.tolist(), cuts.tolist(), strict=True):
+        out[lo:cut] = part[rows[lo:cut] - (end - part.shape[0])]
+        lo = cut
+    return out
+
+
+def _newest(table: pa.Table, key: str) -> np.ndarray:
+    """The position of the last row of each `key` in `table` (its `_row` column)."""
+    last = table.group_by(key, use_threads=False).aggregate([("_row", "max")])
+    return last.column("_row_max").to_numpy()
+
+
+def read_state(store: Path, manifest: Manifest) -> Segment:
+    """The committed state of `manifest`: every page and group once, deleted groups out."""
+    segs = [read_segment(store, name) for name in manifest.segments]
+    if not segs:
+        return empty_segment(
+            int(manifest.meta.get("num_perm", 0)), int(manifest.meta.get("dims", 1))
+        )
+    return merged(segs, drop_deleted=True)
+
+
+def read_committed(store: Path, fallback: Manifest) -> tuple[Manifest, Segment]:
+    """The last committed version and its state. A writer may commit a merge and delete its
+    inputs between our reading the manifest and its files; then the newer manifest is read
+    (a reader never takes the writer's lock). `fallback` stands for a store with none yet."""
+    for _ in range(100):
+        manifest = read_manifest(store) or fallback
+        try:
+            return manifest, read_state(store, manifest)
+        except FileNotFoundError:
+            time.sleep(0.01)
+    raise ServiceError(f"{store}: its files keep changing under this reader; try again")
+
+
+def empty_segment(num_perm: int, dims: int) -> Segment:
+    return Segment(
+        PAGE_SCHEMA.empty_table(),
+        np.zeros((0, num_perm), np.uint32),
+        np.zeros((0, dims), np.int32),
+        GROUP_SCHEMA.empty_table(),
+    )
+
+
+FANOUT = 4  # segments of one size class merged at a time
+
+
+def merge_plan(rows: list[int]) -> int:
+    """How many of the newest segments to merge into one after a batch (0 or >= 2).
+
+    Tiered, as log-structured stores do: segments fall into size classes (powers of
+    `FANOUT`); once the newest `FANOUT` segments are of one class they are merged, and the
+    result may complete a run of the next class, merged in the same step. A store of n rows
+    written in batches of b thus holds at most about (FANOUT - 1) log_FANOUT(n / b) segments,
+    and a row is rewritten about log_FANOUT(n / b) times."""
+    sizes = list(rows)
+    k = 0
+    while True:
+        cls = _size_class(sizes[-1]) if sizes else 0
+        run = 0
+        while run < len(sizes) and _size_class(sizes[-1 - run]) <= cls:
+            run += 1
+        if run < FANOUT:
+            return k
+        k = run if k == 0 else k + run - 1  # the merged one stands for k segments
+        sizes[-run:] = [sum(sizes[-run:])]
+
+
+def _size_class(rows: int) -> int:
+    return int(np.log(max(rows, 1)) / np.log(FANOUT))
+
+
+def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
+    """Delete segment folders the committed manifest does not name (a batch killed before
+    its commit, a merge's inputs); only the writer calls this."""
+    named = set(manifest.segments) if manifest else set()
+    for p in store.iterdir():
+        if p.name.startswith(SEG_PREFIX) and p.name not in named:
+            shutil.rmtree(p, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        (store / f"{MANIFEST}.tmp").unlink()
+
+
+def segment_name(version: int) -> str:
+    return f"{SEG_PREFIX}{version:08d}"
+
+
+# ------------------------------------------------------------------ the writer lock
+
+
+class WriterLock:
+    """The store's one writer: an exclusive lock on `writer.lock` (`flock`; on Windows a
+    byte range past the text), which holds the holder's PID and command line so that a
+    refused writer can say who holds it. The kernel drops the lock when its process ends,
+    however it ends: a killed writer never leaves a stale lock."""
+
+    def __init__(self, store: Path, wait: bool = False) -> None:
+        self.path = store / LOCK_NAME
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _lock(self.fd, wait):
+            holder = self.holder()
+            os.close(self.fd)
+            raise IndexBusy(
+                f"{store} is being written by {holder}; send pages to that process "
+                "(a running `neardup serve` takes POST /pages), wait for it (--wait), "
+                "or open the index read-only"
+            )
+        os.ftruncate(self.fd, 0)
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.write(self.fd, json.dumps({"pid": os.getpid(), "command": _command()}).encode())
+
+    def holder(self) -> str:
+        """The holder as `PID n (command)`, from the lock file."""
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+            return f"PID {raw['pid']} ({raw['command']})"
+        except (OSError, ValueError, KeyError):
+            return "another process"
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.ftruncate(self.fd, 0)
+            _unlock(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+
+
+_WIN_LOCK_AT = 1 << 20  # the byte Windows locks: past any holder text, which stays readable
+
+
+def _lock(fd: int, wait: bool) -> bool:
+    """Take the exclusive lock on `fd`; False when another process holds it and not `wait`."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while True:
+            os.lseek(fd, _WIN_LOCK_AT, os.SEEK_SET)
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return True
+            except OSError:
+                if not wait:
+                    return False
+                time.sleep(0.2)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, _WIN_LOCK_AT, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _command() -> str:
+    try:
+        raw = Path(f"/proc/{os.getpid()}/cmdline").read_bytes()
+        words = [w.decode("utf-8", "replace") for w in raw.split(b"\0") if w]
+    except OSError:
+        words = list(sys.argv)
+    return " ".join(words)[:300]
+
+
+# ------------------------------------------------------------------ the old layout
+
+
+def legacy_rows(db: Path) -> tuple[dict[str, str], pa.Table, pa.Table]:
+    """The settings, page rows and group rows of an index written as one DuckDB file (the
+    columns a store of an older neardup lacked come as nulls)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        settings = dict(con.execute("SELECT key, value FROM settings").fetchall())
+        have = {r[0] for r in con.execute("DESCRIBE pages").fetchall()}
+        types = {"dim_lengths": "INTEGER[]", "shingle_fp": "BIGINT", "n_tokens": "INTEGER"}
+        extra = ", ".join(c if c in have else f"NULL::{t} AS {c}" for c, t in types.items())
+        pages = con.sql(
+            "SELECT url, group_id, length, signature, exact_fp, redirect_to, links_in, "
+            f"verified, removed, {extra} FROM pages"
+        ).to_arrow_table()
+        groups = con.sql("SELECT group_id, winner_url, size, failed FROM groups").to_arrow_table()
+    finally:
+        con.close()
+    return settings, pages, groups

@@ -1,0 +1,330 @@
+"""The index on disk (`service/layout.py`): segments and their merges, the conversion of an
+old DuckDB index, one writer and many readers across processes."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from neardup.cli.main import app as cli_app
+from neardup.service import IndexBusy, PageUpdate, ServiceError, ServiceIndex, open_index
+from neardup.service.layout import (
+    LEGACY_DB,
+    MANIFEST,
+    SEG_PREFIX,
+    merge_plan,
+    read_manifest,
+    read_state,
+)
+from neardup.store.outputs import write_marker
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(500)]
+    base = [" ".join(rng.choice(vocab, 100)) for _ in range(max(1, n // 3))]
+    out = []
+    for i in range(n):
+        words = base[i % len(base)].split()
+        for _ in range(int(rng.integers(0, 6))):
+            words[int(rng.integers(0, len(words)))] = f"e{int(rng.integers(0, 10**6))}"
+        out.append(" ".join(words))
+    return out
+
+
+def _everything(ix: ServiceIndex) -> dict[str, object]:
+    return {u: ix.status(u) for u in sorted(ix.pages)}
+
+
+def test_merge_plan_is_tiered():
+    assert merge_plan([100]) == 0
+    assert merge_plan([100, 100, 100]) == 0
+    assert merge_plan([100, 100, 100, 100]) == 4  # four of one class
+    assert merge_plan([5000, 100, 100, 100]) == 0
+    # Four small ones make one of the next class, which completes a run of four there.
+    assert merge_plan([500, 500, 500, 100, 100, 100, 100]) == 7
+    sizes: list[int] = []
+    rewritten = 0
+    for _ in range(1000):  # batches of one size: few segments, few rewrites per row
+        sizes.append(10)
+        k = merge_plan(sizes)
+        if k:
+            rewritten += sum(sizes[-k:])
+            sizes[-k:] = [sum(sizes[-k:])]
+        assert len(sizes) <= 3 * math.log(sum(sizes) / 10, 4) + 4
+    assert rewritten <= 10_000 * (math.log(1000, 4) + 1)
+
+
+def test_many_batches_reopen_to_the_same_state(tmp_path):
+    store = tmp_path / "s"
+    texts = _texts(90, 1)
+    with ServiceIndex(store) as ix:
+        for i in range(0, 90, 5):  # 18 small batches: segments written and merged
+            ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(i, i + 5)])
+        ix.apply([PageUpdate(f"http://x/{j}", remove=True) for j in range(0, 90, 7)])
+        ix.apply([PageUpdate("http://r/1", redirect_to="http://x/1")])
+        ix.apply([PageUpdate(f"http://x/{j}", text=texts[j + 1]) for j in range(1, 30, 4)])
+        want = _everything(ix)
+        groups = {g: frozenset(m) for g, m in ix.groups.items() if m}
+        manifest = read_manifest(store)
+        assert manifest is not None and manifest.version > 20
+        assert 1 <= len(manifest.segments) <= 8  # merged, not one folder per batch
+        on_disk = sorted(p.name for p in store.iterdir() if p.name.startswith(SEG_PREFIX))
+        assert on_disk == sorted(manifest.segments)  # merged inputs are gone
+        assert ix.consistency_errors() == []
+    with ServiceIndex(store, read_only=True) as ix:
+        assert _everything(ix) == want
+        assert {g: frozenset(m) for g, m in ix.groups.items() if m} == groups
+    state = read_state(store, manifest)
+    assert state.pages.num_rows == len(want)  # one row per page, the newest
+    assert state.signatures.shape == (len(want), 128)
+
+
+def _write_legacy(db, state, meta) -> None:
+    """An index as neardup before issue 26 wrote it: one DuckDB file, signatures as blobs."""
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE settings (key VARCHAR, value VARCHAR)")
+    con.executemany(
+        "INSERT INTO settings VALUES (?, ?)",
+        [
+            ("settings", meta["settings"]),
+            ("options", meta["options"]),
+            ("next_group", str(meta["next_group"])),
+        ],
+    )
+    p = state.pages
+    sigs = [
+        s.astype("<u4").tobytes() if has else None
+        for s, has in zip(state.signatures, p.column("has_signature").to_pylist(), strict=True)
+    ]
+    lens = [
+        row.tolist() if has else None
+        for row, has in zip(state.dim_lengths, p.column("has_signature").to_pylist(), strict=True)
+    ]
+    rows = pa.table(
+        {
+            "url": p.column("url"),
+            "doc_key": pa.array([0] * p.num_rows, pa.int64()),
+            "group_id": p.column("group_id"),
+            "length": p.column("length"),
+            "signature": pa.array(sigs, pa.binary()),
+            "exact_fp": p.column("exact_fp"),
+            "redirect_to": p.column("redirect_to"),
+            "links_in": p.column("links_in"),
+            "verified": p.column("verified"),
+            "updated_at": pa.nulls(p.num_rows, pa.timestamp("us")),
+            "removed": p.column("removed"),
+            "dim_lengths": pa.array(lens, pa.list_(pa.int32())),
+            "shingle_fp": p.column("shingle_fp"),
+            "n_tokens": p.column("n_tokens"),
+        }
+    )
+    con.register("r", rows)
+    con.execute("CREATE TABLE pages AS SELECT * FROM r")
+    g = state.groups
+    con.register("g", g)
+    con.execute(
+        "CREATE TABLE groups AS SELECT group_id, winner_url, NULL::BLOB AS winner_signature, "
+        "size, failed, NULL::TIMESTAMP AS updated_at FROM g"
+    )
+    con.close()
+
+
+def test_an_old_duckdb_index_is_converted_once(tmp_path, capfd):
+    old = tmp_path / "new"
+    texts = _texts(40, 2)
+    with ServiceIndex(old) as ix:
+        ix.apply([PageUpdate(f"http://x/{j}", text=t) for j, t in enumerate(texts)])
+        ix.apply([PageUpdate("http://r/1", redirect_to="http://x/3")])
+        ix.apply([PageUpdate("http://x/5", remove=True)])
+        want = _everything(ix)
+        manifest = read_manifest(old)
+        assert manifest is not None
+        state = read_state(old, manifest)
+    store = tmp_path / "legacy"
+    store.mkdir()
+    write_marker(store, "service index")
+    _write_legacy(store / LEGACY_DB, state, manifest.meta)
+    with pytest.raises(ServiceError, match="convert"):
+        ServiceIndex(store, read_only=True)
+    capfd.readouterr()
+    with ServiceIndex(store) as ix:
+        assert "converting" in capfd.readouterr().err
+        assert _everything(ix) == want and ix.consistency_errors() == []
+        ix.apply([PageUpdate("http://x/100", text=texts[0])])  # and it goes on
+        assert ix.status("http://x/100")["group_id"] == want["http://x/0"]["group_id"]
+    assert (store / MANIFEST).is_file() and not (store / LEGACY_DB).exists()
+    assert (store / f"{LEGACY_DB}.converted").is_file()
+    with ServiceIndex(store) as ix:
+        assert "converting" not in capfd.readouterr().err
+        assert ix.status("http://x/7") == want["http://x/7"]
+
+
+def test_one_writer_many_readers(tmp_path):
+    store = tmp_path / "s"
+    texts = _texts(30, 3)
+    writer = ServiceIndex(store)
+    try:
+        writer.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(20)])
+        with pytest.raises(IndexBusy, match=f"PID {os.getpid()} ") as err:
+            ServiceIndex(store)
+        assert "\n" not in str(err.value)
+        reader = open_index(store, read_only=True)
+        seen = reader.counts()["pages"]
+        assert seen == 20 and "http://x/3" in reader
+        with pytest.raises(ServiceError, match="read-only"):
+            reader.add("http://x/99", text=texts[0])
+        writer.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(20, 30)])
+        assert reader.counts()["pages"] == 20  # its version, until it refreshes
+        assert reader.refresh() and reader.counts()["pages"] == 30
+        assert not reader.refresh()
+        assert reader.groups() == {g: frozenset(m) for g, m in writer.groups.items() if m}
+        reader.close()
+        got: list[ServiceIndex] = []
+        waiter = threading.Thread(target=lambda: got.append(ServiceIndex(store, wait=True)))
+        waiter.start()
+        time.sleep(0.5)
+        assert not got  # waiting for the writer
+    finally:
+        writer.close()
+    waiter.join(30)
+    assert got and got[0].counts()["pages"] == 30
+    got[0].close()
+
+
+HOLD = textwrap.dedent("""
+    import sys, time
+    from neardup.service import PageUpdate, ServiceIndex
+    ix = ServiceIndex(sys.argv[1])
+    ix.apply([PageUpdate("http://held/1", text=" ".join(f"h{i}" for i in range(50)))])
+    print("holding", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_cli_add_beside_a_writer_is_one_line_naming_it(tmp_path, demo_crawl):
+    store = tmp_path / "s"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "holding"
+        res = CliRunner().invoke(cli_app, ["add", str(store), *map(str, demo_crawl.warc_paths)])
+        assert res.exit_code == 2, res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit)
+        line = " ".join(res.output.split())
+        assert f"PID {proc.pid}" in line and "--wait" in line and "Traceback" not in line
+        serve = CliRunner().invoke(cli_app, ["serve", str(store), "--token", "t", "--port", "1"])
+        assert serve.exit_code == 2 and f"PID {proc.pid}" in " ".join(serve.output.split())
+        with ServiceIndex(store, read_only=True) as ix:  # readers go on meanwhile
+            assert "http://held/1" in ix.pages
+    finally:
+        proc.kill()
+        proc.wait()
+    res = CliRunner().invoke(cli_app, ["add", str(store), *map(str, demo_crawl.warc_paths)])
+    assert res.exit_code == 0, res.output  # the lock went with the killed process
+
+
+def test_cli_add_wait_takes_the_store_when_the_writer_is_done(tmp_path, demo_crawl):
+    store = tmp_path / "s"
+    brief = HOLD.replace("time.sleep(60)", "time.sleep(2)")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", brief, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "holding"
+        t0 = time.perf_counter()
+        args = ["add", str(store), *map(str, demo_crawl.warc_paths), "--wait"]
+        res = CliRunner().invoke(cli_app, args)
+        assert res.exit_code == 0, res.output
+        assert proc.poll() is not None  # it waited for the writer to end
+        assert time.perf_counter() - t0 > 0.5
+    finally:
+        proc.kill()
+        proc.wait()
+    with ServiceIndex(store, read_only=True) as ix:  # both writers' pages
+        assert "http://held/1" in ix.pages and len(ix.pages) > 10
+
+
+def test_readers_open_while_a_writer_commits_and_merges(tmp_path):
+    store = tmp_path / "s"
+    texts = _texts(200, 4)
+    writer = ServiceIndex(store)
+    writer.apply([PageUpdate("http://x/0", text=texts[0])])
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for i in range(1, 197, 4):  # 49 commits, several merges deleting their inputs
+                writer.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(i, i + 4)])
+        except BaseException as err:
+            failed.append(err)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    seen = []
+    try:
+        while not done.is_set():
+            with ServiceIndex(store, read_only=True) as reader:
+                n = len(reader.pages)
+                assert n % 4 == 1  # whole batches only
+                assert reader.consistency_errors() == []
+                seen.append(n)
+    finally:
+        thread.join()
+        writer.close()
+    assert not failed and seen == sorted(seen) and len(seen) >= 2
+    with ServiceIndex(store, read_only=True) as reader:
+        assert len(reader.pages) == 197
+
+
+def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
+    import neardup.service.index as index_module
+
+    store = tmp_path / "s"
+    texts = [" ".join(f"u{j}w{i}" for i in range(60)) for j in range(20)]  # no duplicates
+    ix = ServiceIndex(store)
+    for b in range(3):
+        ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(5 * b, 5 * b + 5)])
+    assert read_manifest(store).rows == [5, 5, 5]
+    entered, go = threading.Event(), threading.Event()
+    real = index_module.merged
+
+    def slow(*args, **kwargs):
+        entered.set()
+        assert go.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, "merged", slow)
+    fourth = threading.Thread(
+        target=ix.apply, args=([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(15, 20)],)
+    )
+    fourth.start()
+    try:
+        assert entered.wait(30)  # the fourth batch is committed and its merge under way
+        assert ix.lock.acquire(timeout=5)  # reads are not held up by the merge
+        try:
+            assert ix.status("http://x/17") is not None
+        finally:
+            ix.lock.release()
+        with ServiceIndex(store, read_only=True) as reader:
+            assert len(reader.pages) == 20
+    finally:
+        go.set()
+        fourth.join(30)
+    assert read_manifest(store).rows == [20] and ix.consistency_errors() == []
+    ix.close()
