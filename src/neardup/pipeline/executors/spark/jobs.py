@@ -164,7 +164,10 @@ class SparkJobs:
     def save(self, df: Any, name: str) -> Any:
         """Write `df` as the table `name` and read it back (a checkpoint)."""
         path = str(self.work / name)
+        context = self.spark.sparkContext
+        context.setJobDescription(f"save {name}")  # the jobs' name in the UI and event log
         df.write.mode("overwrite").parquet(path)
+        context.setJobDescription(None)
         return self.spark.read.parquet(path)
 
     def _write_small(self, table: pa.Table, name: str) -> Any:

@@ -84,9 +84,12 @@ def _sorted_write(df: Any, path: Path, order: list[Any], columns: list[Any]) -> 
     """Write `df` sorted on `order` (a global sort: range partitions, each sorted), keeping
     `columns` (names or expressions, computed after the sort); the part files in name order
     then hold the rows in that order."""
+    context = df.sparkSession.sparkContext
+    context.setJobDescription(f"write {path.name}")  # the jobs' name in the UI and event log
     df.orderBy(*order).select(*columns).write.mode("overwrite").option(
         "compression", "zstd"
     ).parquet(str(path))
+    context.setJobDescription(None)
     for stray in (*path.glob("_SUCCESS"), *path.glob(".*.crc")):
         stray.unlink()  # Hadoop's bookkeeping: not part of the table
 
