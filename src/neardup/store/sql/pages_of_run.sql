@@ -2,8 +2,11 @@
 -- page without one, why. Read by build.sql (embedded) and by the Spark engine's publish step,
 -- so both write the same table. The dialects differ in three words, given as placeholders:
 -- {pages_raw} (the staged records) and {timestamp} (the type of fetched_at).
-WITH sizes AS (
-    SELECT cluster_id, count(*) AS cluster_size FROM assignments GROUP BY cluster_id
+-- Cluster sizes ride on the assignment rows (a window), so the pages meet one table on
+-- doc_id: a distributed engine then moves the wide page rows once for the joins, where a
+-- join on cluster_id after the join on doc_id moved them again.
+WITH sized AS (
+    SELECT *, count(*) OVER (PARTITION BY cluster_id) AS cluster_size FROM assignments
 )
 SELECT
     p.doc_id,
@@ -31,7 +34,7 @@ SELECT
     s.n_tokens,
     s.n_shingles,
     a.cluster_id,
-    z.cluster_size,
+    a.cluster_size,
     CASE WHEN a.cluster_id IS NULL THEN NULL ELSE a.cluster_id = p.doc_id END
         AS is_representative,
     a.component_id,
@@ -51,5 +54,4 @@ SELECT
     ) AS skipped_reason
 FROM {pages_raw} AS p
 LEFT JOIN sketches AS s ON s.doc_id = p.doc_id
-LEFT JOIN assignments AS a ON a.doc_id = p.doc_id
-LEFT JOIN sizes AS z ON z.cluster_id = a.cluster_id
+LEFT JOIN sized AS a ON a.doc_id = p.doc_id
