@@ -130,3 +130,5 @@ class SparkEngine:
             raise SparkJobError(
                 f"Spark stage {run.current_stage} failed: {failure_cause(err)}"
             ) from err
+        finally:
+            run.close()
