@@ -22,6 +22,7 @@ no chain moves.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -140,31 +141,48 @@ def publish_tables(
     sketches = table("sketches")
     sketches.createOrReplaceTempView("sketches")
 
-    pages = spark.sql(
-        read_sql("pages_of_run.sql").format(
-            pages_raw="pages_raw",
-            timestamp="TIMESTAMP",
-            min_tokens=int(min_tokens),
+    def write_pairs() -> None:
+        pairs = table("pairs")
+        _sorted_write(pairs, staging / "pairs.parquet", _order("pairs"), pairs.columns)
+
+    def write_links() -> None:
+        resolve_targets(spark, save)
+        links = spark.sql(LINKS_SQL)
+        order = [F.col("src_doc"), F.col("from_wat"), F.col("row_doc"), F.col("pos")]
+        _sorted_write(links, staging / "links.parquet", order, ["src_doc", "dst_url", "dst_doc"])
+
+    # `pairs` and `links` do not depend on `pages` and `clusters`: their jobs run beside
+    # them (two more driver threads), filling the gaps the driver leaves between jobs.
+    group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="neardup-tables") as pool:
+
+        def beside(write: Any) -> Future[None]:
+            def run() -> None:
+                if group:
+                    spark.sparkContext.setJobGroup(group, "neardup stage tables")
+                write()
+
+            return pool.submit(run)
+
+        beside_done = [beside(write_pairs), beside(write_links)]
+        pages = spark.sql(
+            read_sql("pages_of_run.sql").format(
+                pages_raw="pages_raw",
+                timestamp="TIMESTAMP",
+                min_tokens=int(min_tokens),
+            )
         )
-    )
-    _sorted_write(pages, staging / "pages.parquet", _order("pages"), pages.columns)
-    run_pages = spark.read.parquet(str(staging / "pages.parquet"))
-    run_pages.createOrReplaceTempView("run_pages")
-
-    clusters = spark.sql(read_sql("clusters_of_pages.sql").format(pages="run_pages"))
-    _sorted_write(clusters, staging / "clusters.parquet", _order("clusters"), clusters.columns)
-    spark.read.parquet(str(staging / "clusters.parquet")).createOrReplaceTempView("run_clusters")
-
-    pairs = table("pairs")
-    _sorted_write(pairs, staging / "pairs.parquet", _order("pairs"), pairs.columns)
+        _sorted_write(pages, staging / "pages.parquet", _order("pages"), pages.columns)
+        run_pages = spark.read.parquet(str(staging / "pages.parquet"))
+        run_pages.createOrReplaceTempView("run_pages")
+        clusters = spark.sql(read_sql("clusters_of_pages.sql").format(pages="run_pages"))
+        _sorted_write(clusters, staging / "clusters.parquet", _order("clusters"), clusters.columns)
+        run_clusters = spark.read.parquet(str(staging / "clusters.parquet"))
+        run_clusters.createOrReplaceTempView("run_clusters")
+        for done in beside_done:
+            done.result()
     # `page_text.parquet` and `sketches.parquet` were written input by input by the ingest
     # stage (`spark.ingest.publish_input`), already in document order.
-
-    resolve_targets(spark, save)
-    links = spark.sql(LINKS_SQL)
-    order = [F.col("src_doc"), F.col("from_wat"), F.col("row_doc"), F.col("pos")]
-    columns = ["src_doc", "dst_url", "dst_doc"]
-    _sorted_write(links, staging / "links.parquet", order, columns)
 
     folder = staging / "containment.parquet"
     folder.mkdir(exist_ok=True)  # the Spark engine computes no containment: an empty table
