@@ -143,8 +143,9 @@ def bucket_blob_batches(
 
     def keys() -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for blob in batch.column("keys").to_pylist():
-                yield from pa.ipc.open_stream(blob).read_all().to_batches()
+            blobs = batch.column("keys")
+            for i in range(len(blobs)):  # each blob read where it lies, not copied
+                yield from pa.ipc.open_stream(blobs[i].as_buffer()).read_all().to_batches()
 
     yield from bucket_pair_batches(keys(), max_bucket)
 
