@@ -130,5 +130,3 @@ class SparkEngine:
             raise SparkJobError(
                 f"Spark stage {run.current_stage} failed: {failure_cause(err)}"
             ) from err
-        finally:
-            run.close()

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +73,6 @@ SPARK_METHODS = ("minhash", "supershingles")
 # 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
 DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
 DRIVER_GRAPH_EDGES = 10_000_000
-# The job group of the jobs `SparkJobs` runs beside the stages (the run's page_text and
-# sketches): counted with the ingest stage, which starts them.
-BACKGROUND_GROUP = "neardup:ingest"
 # Parts of bucket keys per shuffle partition (`kernels.key_blob_batches`): several, so that
 # the hash of a part onto the partitions evens out.
 BLOB_PARTS = 4
@@ -151,8 +146,7 @@ class SparkJobs:
         self.shifts: list[tuple[int, int]] = []
         # (input index, its first doc id, the next input's), set by the ingest stage
         self.ranges: list[tuple[int, int, int]] = []
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-spark")
-        self._background: Future[Any] | None = None
+        self._text_tables: Any = None  # the job writing the run's page_text and sketches
         work.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -167,22 +161,6 @@ class SparkJobs:
         (bench/spark_scale.py reads them from the event log)."""
         self._stage = name
         self.spark.sparkContext.setJobGroup(f"neardup:{name}", f"neardup stage {name}")
-
-    def _in_background(self, jobs: Callable[[], Any]) -> None:
-        """Run `jobs` (Spark actions) in a thread of their own, under the job group
-        `BACKGROUND_GROUP`; `publish` waits for them, `close` cancels them."""
-
-        def run() -> Any:
-            self.spark.sparkContext.setJobGroup(BACKGROUND_GROUP, "neardup background tables")
-            return jobs()
-
-        self._background = self._pool.submit(run)
-
-    def close(self) -> None:
-        """Cancel the background jobs if they still run (the scan failed) and wait for them."""
-        if self._background is not None and not self._background.done():
-            self.spark.sparkContext.cancelJobGroup(BACKGROUND_GROUP)
-        self._pool.shutdown(wait=True)
 
     def save(self, df: Any, name: str) -> Any:
         """Write `df` as the table `name` and read it back (a checkpoint)."""
@@ -250,9 +228,9 @@ class SparkJobs:
             lambda it: publish_partition(it, work, staging, num_perm),
             _spark_schema(SHIFT_SCHEMA),
         )
-        # Nothing reads the run's page_text and sketches before the tables stage: written
-        # beside the next stages, they fill the gaps the driver leaves between their jobs.
-        self._in_background(text_tables.collect)
+        # Nothing reads the run's page_text and sketches before the tables stage, which
+        # writes them beside its other tables (`publish`).
+        self._text_tables = text_tables
         outcome.records = total
         formats = (
             self.spark.read.parquet(str(self.work / RECORDS))
@@ -545,10 +523,14 @@ class SparkJobs:
         """Write the run's tables into the staging folder as datasets, from the executors
         (`spark/publish.py`); return the summary's figures. The work folder's
         intermediate tables are removed when they lie in the staging folder."""
-        if self._background is not None:
-            self._background.result()  # the run's page_text and sketches (ingest)
+        text_tables = self._text_tables
         figures = publish_tables(
-            self.spark, self.table, self.save, self.staging, self.settings.min_tokens
+            self.spark,
+            self.table,
+            self.save,
+            self.staging,
+            self.settings.min_tokens,
+            text_tables=text_tables.collect if text_tables is not None else None,
         )
         if self.work.is_relative_to(self.staging):
             shutil.rmtree(self.work)

@@ -22,6 +22,7 @@ no chain moves.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -126,11 +127,17 @@ def resolve_targets(spark: Any, save: Any) -> Any:
 
 
 def publish_tables(
-    spark: Any, table: Any, save: Any, staging: Path, min_tokens: int
+    spark: Any,
+    table: Any,
+    save: Any,
+    staging: Path,
+    min_tokens: int,
+    text_tables: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
     """Write the run's tables into `staging` as datasets and the summary's figures as
     `FIGURES_NAME`; return the figures. `table(name)` reads a work table, `save(df, name)`
-    checkpoints one."""
+    checkpoints one; `text_tables()`, when given, runs the job that writes `page_text` and
+    `sketches` (the ingest stage prepared it), beside the others."""
     from pyspark.sql import functions as F
 
     # `fetched_at` as Parquet's microsecond UTC timestamp, the embedded store's type (Spark
@@ -151,10 +158,10 @@ def publish_tables(
         order = [F.col("src_doc"), F.col("from_wat"), F.col("row_doc"), F.col("pos")]
         _sorted_write(links, staging / "links.parquet", order, ["src_doc", "dst_url", "dst_doc"])
 
-    # `pairs` and `links` do not depend on `pages` and `clusters`: their jobs run beside
-    # them (two more driver threads), filling the gaps the driver leaves between jobs.
+    # `pairs`, `links` and the text tables do not depend on `pages` and `clusters`: their
+    # jobs run beside them (driver threads), filling the gaps the driver leaves between jobs.
     group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="neardup-tables") as pool:
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="neardup-tables") as pool:
 
         def beside(write: Any) -> Future[None]:
             def run() -> None:
@@ -165,6 +172,8 @@ def publish_tables(
             return pool.submit(run)
 
         beside_done = [beside(write_pairs), beside(write_links)]
+        if text_tables is not None:
+            beside_done.append(beside(text_tables))
         pages = spark.sql(
             read_sql("pages_of_run.sql").format(
                 pages_raw="pages_raw",
@@ -181,8 +190,8 @@ def publish_tables(
         run_clusters.createOrReplaceTempView("run_clusters")
         for done in beside_done:
             done.result()
-    # `page_text.parquet` and `sketches.parquet` were written input by input by the ingest
-    # stage (`spark.ingest.publish_input`), already in document order.
+    # `page_text.parquet` and `sketches.parquet` are written input by input from the ingest
+    # tasks' files (`spark.ingest.publish_input`), already in document order.
 
     folder = staging / "containment.parquet"
     folder.mkdir(exist_ok=True)  # the Spark engine computes no containment: an empty table
