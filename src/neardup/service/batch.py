@@ -24,8 +24,8 @@ import numpy as np
 
 from neardup.ingest.eligibility import enough_words
 from neardup.service.groups import elect
+from neardup.service.pages import PageRef
 from neardup.service.prepare import PreparedBatch
-from neardup.service.storage import _Page
 from neardup.service.updates import BatchReport, SelfRedirect, ServiceError, UnknownPage
 
 if TYPE_CHECKING:
@@ -52,8 +52,7 @@ def compute_batch(
     verifications = ix.scan_graph.verifications
     for url, u in batch.items():
         old = ix.pages.get(url)
-        p = old if old is not None else _Page(url)
-        ix.pages[url] = p
+        p = old if old is not None else ix.pages.add(url)
         dirty.add(url)
         prev.setdefault(url, p.group_id)
         if p.redirect_to and not p.removed:
@@ -159,14 +158,14 @@ def compute_batch(
     return rep, dirty, {g for g in touched if g in ix.groups}, touched
 
 
-def _leave(ix: ServiceIndex, p: _Page, touched: set[int], gone: set[str]) -> None:
+def _leave(ix: ServiceIndex, p: PageRef, touched: set[int], gone: set[str]) -> None:
     """The page stops being content: out of its group, the graph and tier 2's store."""
     _detach(ix, p, touched)
     ix._set_signature(p, None, 0)
     gone.add(p.url)
 
 
-def _detach(ix: ServiceIndex, p: _Page, touched: set[int]) -> None:
+def _detach(ix: ServiceIndex, p: PageRef, touched: set[int]) -> None:
     if p.group_id is not None:
         ix.groups.discard(p.group_id, p.url)
         touched.add(p.group_id)
