@@ -84,7 +84,6 @@ from neardup.service.updates import (
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
-LOAD_CHUNK = 50_000  # stored rows read (and given to the graph) at a time when opening
 
 
 class ServiceIndex:
@@ -300,21 +299,19 @@ class ServiceIndex:
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
             for slot, url in zip(has.tolist(), urls.take(pa.array(has)).to_pylist(), strict=True):
                 self.store_rows.put(url, t.sigs[slot], t.lens[slot])
-        # The graph's nodes: sketched, live pages the scan compares. In chunks: the graph
-        # takes them a chunk at a time, as it takes batches (the same graph either way).
-        node = (
+        # The graph's nodes: sketched, live pages the scan compares, built at once.
+        node = np.flatnonzero(
             t.has_sig[:n]
             & ~t.removed[:n]
             & np.asarray(enough_words(t.n_tokens[:n], t.length[:n], self.settings.min_tokens))
         )
         with _no_collection():
-            for first in range(0, n, LOAD_CHUNK):
-                at = first + np.flatnonzero(node[first : first + LOAD_CHUNK])
-                chunk = urls.take(pa.array(at)).to_pylist()
-                node_of = zip(t.key[at].tolist(), t.shingle_fp[at].tolist(), strict=True)
-                put = dict(zip(chunk, node_of, strict=True))
-                with t.hinted(chunk, at.tolist()):
-                    self.scan_graph.update((), put)
+            self.scan_graph.load(
+                urls.take(pa.array(node)).to_pylist(),
+                t.key[node],
+                t.shingle_fp[node],
+                t.sigs[node],
+            )
         groups = state.groups
         for gid, winner in zip(
             groups.column("group_id").to_pylist(),

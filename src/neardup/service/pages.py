@@ -16,7 +16,6 @@ touches). Removed pages keep their slot (and their row in the files), as before.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -39,7 +38,6 @@ class PageTable:
         self._skeys = np.empty(0, np.int64)  # sorted page keys of the base slots
         self._sslots = np.empty(0, np.int64)  # the slot of each sorted key
         self._added: dict[str, int] = {}  # url -> slot of the pages added since the fold
-        self._hint: dict[str, int] | None = None  # slots known to a caller (`hinted`)
         self.redirect: dict[int, str] = {}  # slot -> target, for the few redirecting pages
         self._alloc(0)
 
@@ -172,8 +170,6 @@ class PageTable:
     def slot(self, url: str) -> int | None:
         """The slot of `url`, None when it was never stored."""
         got = self._added.get(url)
-        if got is None and self._hint is not None:
-            got = self._hint.get(url)
         if got is not None:
             return got
         k = url_key(url)
@@ -186,16 +182,6 @@ class PageTable:
             if self.url_at(s) == url:
                 return s
         return None
-
-    @contextlib.contextmanager
-    def hinted(self, urls: list[str], slots: list[int]) -> Iterator[None]:
-        """Within the block, `slot` knows these URLs' slots without hashing them: opening
-        hands the graph a chunk of pages whose slots it knows already."""
-        self._hint = dict(zip(urls, slots, strict=True))
-        try:
-            yield
-        finally:
-            self._hint = None
 
     def add(self, url: str) -> PageRef:
         """A new page (no group, no sketch): its slot is the next one."""
