@@ -287,18 +287,18 @@ class ServiceIndex:
         )
         t = self.pages
         n = t.n
-        urls = state.pages.column("url").combine_chunks()
+        # One str per URL, shared by the groups, the graph and the winners (the columns
+        # keep the URLs in Arrow; these are what the Python structures still key on).
+        urls = state.pages.column("url").to_pylist()
         for slot, target in t.redirect.items():
-            self.redirects.set(t.url_at(slot), None, target)
+            self.redirects.set(urls[slot], None, target)
         grouped = np.flatnonzero(t.group[:n] >= 0)
-        for gid, url in zip(
-            t.group[grouped].tolist(), urls.take(pa.array(grouped)).to_pylist(), strict=True
-        ):
-            self.groups.add(gid, url)
+        for gid, slot in zip(t.group[grouped].tolist(), grouped.tolist(), strict=True):
+            self.groups.add(gid, urls[slot])
         if o.tier2 != "bands":  # tier 2's own row store holds the sketched pages again
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
-            for slot, url in zip(has.tolist(), urls.take(pa.array(has)).to_pylist(), strict=True):
-                self.store_rows.put(url, t.sigs[slot], t.lens[slot])
+            for slot in has.tolist():
+                self.store_rows.put(urls[slot], t.sigs[slot], t.lens[slot])
         # The graph's nodes: sketched, live pages the scan compares, built at once.
         node = np.flatnonzero(
             t.has_sig[:n]
@@ -307,7 +307,7 @@ class ServiceIndex:
         )
         with _no_collection():
             self.scan_graph.load(
-                urls.take(pa.array(node)).to_pylist(),
+                [urls[i] for i in node.tolist()],
                 t.key[node],
                 t.shingle_fp[node],
                 t.sigs[node],
@@ -318,7 +318,8 @@ class ServiceIndex:
             groups.column("winner_url").to_pylist(),
             strict=True,
         ):
-            self.winners[gid] = winner
+            # the member's own str (a winner is a member of its group)
+            self.winners[gid] = next((u for u in self.groups.members(gid) if u == winner), winner)
         grid = manifest.meta.get("length_map")
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])

@@ -99,7 +99,7 @@ class PageTable:
         pages except to hash the URLs of rows stored without a page key (older files)."""
         t = cls(num_perm, dims)
         n = rows.num_rows
-        t._alloc(n + n // 8 + 1024)  # room for the next batches before the first copy
+        t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
         t.n = n
 
         def col(name: str, fill: int) -> np.ndarray:
