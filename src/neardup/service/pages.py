@@ -25,6 +25,7 @@ from neardup.kernels import SIGNATURE_DTYPE
 from neardup.pipeline.steps.near_pairs import url_key
 
 _NONE = -1  # group id of a page without a group
+FOLD_AT_LEAST = 8192  # added pages folded into the sorted keys at a time, at the least
 
 
 class PageTable:
@@ -195,7 +196,7 @@ class PageTable:
 
     def settle(self) -> None:
         """After a batch: fold the added pages in once they outgrow an eighth of the rest."""
-        if len(self._added) * 8 > max(len(self._urls_base), 65536):
+        if len(self._added) * 8 > max(len(self._urls_base), FOLD_AT_LEAST * 8):
             self._fold()
 
     # ------------------------------------------------------------ mapping
