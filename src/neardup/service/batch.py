@@ -50,8 +50,9 @@ def compute_batch(
     pop_targets: set[str] = set()  # pages whose popularity may have moved with a redirect
     redirected: list[str] = []
     verifications = ix.scan_graph.verifications
-    for url, u in batch.items():
-        old = ix.pages.get(url)
+    found = ix.pages.lookup(list(batch))
+    for (url, u), slot in zip(batch.items(), found, strict=True):
+        old = None if slot is None else PageRef(ix.pages, slot)
         p = old if old is not None else ix.pages.add(url)
         dirty.add(url)
         prev.setdefault(url, p.group_id)
@@ -195,10 +196,10 @@ def _elect(ix: ServiceIndex, gid: int) -> set[str]:
         popularity = [ix.popularity(u) for u in members]
         winner = members[elect(members, popularity, ix.options.preferred_suffixes)[0]]
     ix.winners[gid] = winner
-    wsig = ix.pages[winner].signature
+    refs = [ix.pages[url] for url in members]  # one lookup a member
+    wsig = refs[members.index(winner)].signature
     changed = set()
-    for url in members:
-        p = ix.pages[url]
+    for url, p in zip(members, refs, strict=True):
         verified = url == winner or (
             p.signature is not None
             and wsig is not None

@@ -290,6 +290,8 @@ class ServiceIndex:
         # One str per URL, shared by the groups, the graph and the winners (the columns
         # keep the URLs in Arrow; these are what the Python structures still key on).
         urls = state.pages.column("url").to_pylist()
+        groups = state.groups
+        del state  # its columns and signatures are the table's now: freed before the graph
         for slot, target in t.redirect.items():
             self.redirects.set(urls[slot], None, target)
         grouped = np.flatnonzero(t.group[:n] >= 0)
@@ -307,12 +309,8 @@ class ServiceIndex:
         )
         with _no_collection():
             self.scan_graph.load(
-                [urls[i] for i in node.tolist()],
-                t.key[node],
-                t.shingle_fp[node],
-                t.sigs[node],
+                [urls[i] for i in node.tolist()], t.key[node], t.shingle_fp[node], t.sigs, node
             )
-        groups = state.groups
         for gid, winner in zip(
             groups.column("group_id").to_pylist(),
             groups.column("winner_url").to_pylist(),
@@ -324,7 +322,7 @@ class ServiceIndex:
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
             self.store_rows.map_rows = int(grid["rows"])
-        del state, urls
+        del urls
         # Arrow's allocator keeps what the files' tables used for its next tables; an index
         # holds none after opening, so it goes back to the system (about 0.9 KB a page).
         pa.default_memory_pool().release_unused()

@@ -25,6 +25,7 @@ from neardup.kernels import SIGNATURE_DTYPE
 from neardup.pipeline.steps.near_pairs import url_key
 
 _NONE = -1  # group id of a page without a group
+_SEEN_MAX = 65_536  # slots remembered from lookups, at the most
 FOLD_AT_LEAST = 8192  # added pages folded into the sorted keys at a time, at the least
 
 
@@ -39,6 +40,10 @@ class PageTable:
         self._skeys = np.empty(0, np.int64)  # sorted page keys of the base slots
         self._sslots = np.empty(0, np.int64)  # the slot of each sorted key
         self._added: dict[str, int] = {}  # url -> slot of the pages added since the fold
+        # Slots found lately (at most `_SEEN_MAX`): a batch looks its pages and their
+        # neighbours up several times (the update, the graph's signatures, the clusters, the
+        # rows it writes), and the next batches of a crawl touch many of them again.
+        self._seen: dict[str, int] = {}
         self.redirect: dict[int, str] = {}  # slot -> target, for the few redirecting pages
         self._alloc(0)
 
@@ -171,23 +176,48 @@ class PageTable:
     def slot(self, url: str) -> int | None:
         """The slot of `url`, None when it was never stored."""
         got = self._added.get(url)
+        if got is None:
+            got = self._seen.get(url)
         if got is not None:
             return got
         k = url_key(url)
-        lo = int(np.searchsorted(self._skeys, k, "left"))
-        hi = lo
-        while hi < self._skeys.size and self._skeys[hi] == k:
+        keys = self._skeys
+        lo = hi = int(keys.searchsorted(k))
+        while hi < keys.size and keys[hi] == k:
             hi += 1
         for i in range(lo, hi):  # nearly always one: an exact check, keys may collide
             s = int(self._sslots[i])
             if self.url_at(s) == url:
+                if len(self._seen) >= _SEEN_MAX:  # bounded: forgotten all at once
+                    self._seen = {}
+                self._seen[url] = s
                 return s
         return None
+
+    def lookup(self, urls: list[str]) -> list[int | None]:
+        """`slot` of many URLs (a batch's), the sorted keys searched once for all of them."""
+        out: list[int | None] = [self._added.get(u) for u in urls]
+        todo = [i for i, s in enumerate(out) if s is None]
+        if not todo or not self._skeys.size:
+            return out
+        keys = np.array([url_key(urls[i]) for i in todo], dtype=np.int64)
+        at = self._skeys.searchsorted(keys).tolist()
+        size = self._skeys.size
+        for i, k, lo in zip(todo, keys.tolist(), at, strict=True):
+            j = lo
+            while j < size and self._skeys[j] == k:  # nearly always once
+                s = int(self._sslots[j])
+                if self.url_at(s) == urls[i]:
+                    out[i] = s
+                    break
+                j += 1
+        return out
 
     def add(self, url: str) -> PageRef:
         """A new page (no group, no sketch): its slot is the next one."""
         slot = self.n
-        self._grow(slot + 1)
+        if slot >= self.cap:
+            self._grow(slot + 1)
         self.n += 1
         self.key[slot] = url_key(url)
         self._urls_new.append(url)

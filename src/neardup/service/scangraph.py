@@ -71,14 +71,16 @@ class ScanGraph:
 
     # ------------------------------------------------------------------ opening
 
-    def load(self, urls: list[str], keys: np.ndarray, fps: np.ndarray, sigs: np.ndarray) -> None:
+    def load(
+        self, urls: list[str], keys: np.ndarray, fps: np.ndarray, sigs: np.ndarray, rows: np.ndarray
+    ) -> None:
         """Build the graph of a whole stored index at once, as the scan builds its own:
         the same state `update` reaches page by page (classes, band index, candidate counts,
         verified edges), computed with the scan's kernels over arrays, so opening costs
         sorts and one vectorised verification instead of a walk of every bucket.
 
-        `urls` are the eligible live pages, with their page keys, shingle fingerprints and
-        sketches (rows aligned). Only for an empty graph."""
+        `urls` are the eligible live pages, with their page keys and shingle fingerprints
+        (aligned), their sketches the rows `rows` of `sigs`. Only for an empty graph."""
         assert not self.key, "load builds an empty graph"
         n = len(urls)
         if not n:
@@ -104,7 +106,7 @@ class ScanGraph:
         node_urls = [urls[i] for i in reps.tolist()]
         for i, u in zip(reps.tolist(), node_urls, strict=True):
             self.rep[int(fps[i])] = u
-        node_sigs = np.ascontiguousarray(sigs[reps])
+        node_sigs = sigs[rows[reps]]
         band = lsh_keys(node_sigs, None, self.bands, self.rows)
         self.buckets.add(node_urls, band)
         # Candidates: each table's pairs by the scan's bucket rule (chains in key order),
