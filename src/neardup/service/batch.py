@@ -50,10 +50,12 @@ def compute_batch(
     pop_targets: set[str] = set()  # pages whose popularity may have moved with a redirect
     redirected: list[str] = []
     verifications = ix.scan_graph.verifications
-    found = ix.pages.lookup(list(batch))
-    for (url, u), slot in zip(batch.items(), found, strict=True):
+    sketches = prepared.sketches
+    keys = [sk.key if (sk := sketches.get(url)) is not None else None for url in batch]
+    found = ix.pages.lookup(list(batch), keys)
+    for (url, u), slot, key in zip(batch.items(), found, keys, strict=True):
         old = None if slot is None else PageRef(ix.pages, slot)
-        p = old if old is not None else ix.pages.add(url)
+        p = old if old is not None else ix.pages.add(url, key)
         dirty.add(url)
         prev.setdefault(url, p.group_id)
         if p.redirect_to and not p.removed:

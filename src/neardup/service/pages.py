@@ -194,13 +194,16 @@ class PageTable:
                 return s
         return None
 
-    def lookup(self, urls: list[str]) -> list[int | None]:
-        """`slot` of many URLs (a batch's), the sorted keys searched once for all of them."""
+    def lookup(self, urls: list[str], keys: list[int | None]) -> list[int | None]:
+        """`slot` of many URLs (a batch's), the sorted keys searched once for all of them;
+        `keys` their page keys where the caller has them already (None: hashed here)."""
         out: list[int | None] = [self._added.get(u) for u in urls]
         todo = [i for i, s in enumerate(out) if s is None]
         if not todo or not self._skeys.size:
             return out
-        keys = np.array([url_key(urls[i]) for i in todo], dtype=np.int64)
+        keys = np.array(
+            [url_key(urls[i]) if keys[i] is None else keys[i] for i in todo], dtype=np.int64
+        )
         at = self._skeys.searchsorted(keys).tolist()
         size = self._skeys.size
         for i, k, lo in zip(todo, keys.tolist(), at, strict=True):
@@ -213,13 +216,14 @@ class PageTable:
                 j += 1
         return out
 
-    def add(self, url: str) -> PageRef:
-        """A new page (no group, no sketch): its slot is the next one."""
+    def add(self, url: str, key: int | None = None) -> PageRef:
+        """A new page (no group, no sketch): its slot is the next one. `key`: its page key
+        (`url_key`), when the caller has it."""
         slot = self.n
         if slot >= self.cap:
             self._grow(slot + 1)
         self.n += 1
-        self.key[slot] = url_key(url)
+        self.key[slot] = url_key(url) if key is None else key
         self._urls_new.append(url)
         self._added[url] = slot
         return PageRef(self, slot)
