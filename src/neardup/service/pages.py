@@ -254,8 +254,9 @@ class PageTable:
         return self.n
 
     def __iter__(self) -> Iterator[str]:
-        for s in range(self.n):
-            yield self.url_at(s)
+        """Every stored URL (removed pages included), in slot order."""
+        yield from self._urls_base.to_pylist()
+        yield from list(self._urls_new)
 
     def values(self) -> Iterator[PageRef]:
         return (PageRef(self, s) for s in range(self.n))
