@@ -9,7 +9,8 @@ is tier 1 (no work). The tier-2 row store (`tier2.SignatureStore`, partitioned b
 multidimensional length mapping) answers `check`, the lookup of a text that is not stored.
 
 The files hold the truth (`layout.py`: a manifest naming versioned segments of Parquet and
-`.npy` files); the process holds a copy in dicts for lookups, so one update batch is:
+`.npy` files); the process holds a copy for lookups (the pages as columns, `pages.py`; the
+scan's graph and the groups), so one update batch is:
 compute in memory, write the touched rows as a new segment, commit by replacing the
 manifest, and on any exception reload the last committed version (so memory never runs
 ahead of the last commit). One process writes (`layout.WriterLock`); any number read.
