@@ -60,7 +60,7 @@ class BandBuckets:
         self.delta = _Level(tables)
         self.id_of: dict[str, int] = {}
         self.url_of: list[str | None] = []  # None once the node left
-        self.alive = np.zeros(1024, dtype=bool)  # capacity grows by doubling
+        self.alive = np.zeros(1024, dtype=bool)  # capacity grows by a quarter over the need
         self.node_keys = np.zeros((1024, tables), dtype=np.int64)
         self.dead = 0  # entries of dead nodes still in the levels
 
@@ -113,9 +113,13 @@ class BandBuckets:
         if not urls:
             return
         first, n = len(self.url_of), len(urls)
-        while first + n > self.alive.size:
-            self.alive = np.concatenate([self.alive, np.zeros_like(self.alive)])
-            self.node_keys = np.concatenate([self.node_keys, np.zeros_like(self.node_keys)])
+        if first + n > self.alive.size:  # a quarter more than needed: amortised O(1) a node
+            cap = first + n + (first + n) // 4
+            alive = np.zeros(cap, dtype=bool)
+            alive[:first] = self.alive[:first]
+            node_keys = np.zeros((cap, self.tables), dtype=np.int64)
+            node_keys[:first] = self.node_keys[:first]
+            self.alive, self.node_keys = alive, node_keys
         ids = np.arange(first, first + n, dtype=np.int32)
         for url, i in zip(urls, ids.tolist(), strict=True):
             self.id_of[url] = i

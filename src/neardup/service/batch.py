@@ -24,8 +24,8 @@ import numpy as np
 
 from neardup.ingest.eligibility import enough_words
 from neardup.service.groups import elect
+from neardup.service.pages import PageRef
 from neardup.service.prepare import PreparedBatch
-from neardup.service.storage import _Page
 from neardup.service.updates import BatchReport, SelfRedirect, ServiceError, UnknownPage
 
 if TYPE_CHECKING:
@@ -50,10 +50,12 @@ def compute_batch(
     pop_targets: set[str] = set()  # pages whose popularity may have moved with a redirect
     redirected: list[str] = []
     verifications = ix.scan_graph.verifications
-    for url, u in batch.items():
-        old = ix.pages.get(url)
-        p = old if old is not None else _Page(url)
-        ix.pages[url] = p
+    sketches = prepared.sketches
+    keys = [sk.key if (sk := sketches.get(url)) is not None else None for url in batch]
+    found = ix.pages.lookup(list(batch), keys)
+    for (url, u), slot, key in zip(batch.items(), found, keys, strict=True):
+        old = None if slot is None else PageRef(ix.pages, slot)
+        p = old if old is not None else ix.pages.add(url, key)
         dirty.add(url)
         prev.setdefault(url, p.group_id)
         if p.redirect_to and not p.removed:
@@ -159,14 +161,14 @@ def compute_batch(
     return rep, dirty, {g for g in touched if g in ix.groups}, touched
 
 
-def _leave(ix: ServiceIndex, p: _Page, touched: set[int], gone: set[str]) -> None:
+def _leave(ix: ServiceIndex, p: PageRef, touched: set[int], gone: set[str]) -> None:
     """The page stops being content: out of its group, the graph and tier 2's store."""
     _detach(ix, p, touched)
     ix._set_signature(p, None, 0)
     gone.add(p.url)
 
 
-def _detach(ix: ServiceIndex, p: _Page, touched: set[int]) -> None:
+def _detach(ix: ServiceIndex, p: PageRef, touched: set[int]) -> None:
     if p.group_id is not None:
         ix.groups.discard(p.group_id, p.url)
         touched.add(p.group_id)
@@ -196,10 +198,10 @@ def _elect(ix: ServiceIndex, gid: int) -> set[str]:
         popularity = [ix.popularity(u) for u in members]
         winner = members[elect(members, popularity, ix.options.preferred_suffixes)[0]]
     ix.winners[gid] = winner
-    wsig = ix.pages[winner].signature
+    refs = [ix.pages[url] for url in members]  # one lookup a member
+    wsig = refs[members.index(winner)].signature
     changed = set()
-    for url in members:
-        p = ix.pages[url]
+    for url, p in zip(members, refs, strict=True):
         verified = url == winner or (
             p.signature is not None
             and wsig is not None

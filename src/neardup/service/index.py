@@ -9,7 +9,8 @@ is tier 1 (no work). The tier-2 row store (`tier2.SignatureStore`, partitioned b
 multidimensional length mapping) answers `check`, the lookup of a text that is not stored.
 
 The files hold the truth (`layout.py`: a manifest naming versioned segments of Parquet and
-`.npy` files); the process holds a copy in dicts for lookups, so one update batch is:
+`.npy` files); the process holds a copy for lookups (the pages as columns, `pages.py`; the
+scan's graph and the groups), so one update batch is:
 compute in memory, write the touched rows as a new segment, commit by replacing the
 manifest, and on any exception reload the last committed version (so memory never runs
 ahead of the last commit). One process writes (`layout.WriterLock`); any number read.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import gc
 import json
 import os
@@ -39,9 +41,8 @@ import pyarrow as pa
 
 from neardup.config import Settings, SettingsError
 from neardup.ingest.eligibility import enough_words
-from neardup.kernels import SIGNATURE_DTYPE, fingerprint64
+from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
-from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.batch import compute_batch
 from neardup.service.layout import (
     GROUP_SCHEMA,
@@ -64,13 +65,13 @@ from neardup.service.layout import (
 )
 from neardup.service.lengths import LengthMap
 from neardup.service.members import SmallSets
+from neardup.service.pages import PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
 from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import (
     MAX_REDIRECTS,
     SERVICE_KIND,
-    _Page,
     invariant_errors,
     segment_rows,
 )
@@ -84,7 +85,6 @@ from neardup.service.updates import (
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
-LOAD_CHUNK = 50_000  # stored rows read (and given to the graph) at a time when opening
 
 
 class ServiceIndex:
@@ -267,7 +267,6 @@ class ServiceIndex:
         manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
-        self.pages: dict[str, _Page] = {}
         self.groups = SmallSets[int]()  # group id -> its pages
         self.winners: dict[int, str] = {}
         self.redirects = RedirectGraph()
@@ -283,96 +282,53 @@ class ServiceIndex:
             self.rows,
         )
         self.scan_graph = ScanGraph(self.settings, self._signature_of)
-        # One signature matrix: each page's sketch is a row of it (a view, no copy).
-        self._sigs = np.ascontiguousarray(state.signatures, dtype=SIGNATURE_DTYPE)
-        self._lens = np.ascontiguousarray(state.dim_lengths, dtype=np.int32)
-        graph_pages: dict[str, tuple[int, int]] = {}
-        # In chunks: the graph takes them a chunk at a time, as it takes batches (the same
-        # graph either way).
-        with _no_collection():
-            for first in range(0, state.pages.num_rows, LOAD_CHUNK):
-                chunk = state.pages.slice(first, LOAD_CHUNK)
-                self._load_rows(chunk, first, graph_pages)
-                self.scan_graph.update((), graph_pages)
-                graph_pages.clear()
+        # The pages as columns (`pages.PageTable`): one signature matrix, no object a page.
+        self.pages = PageTable.from_rows(
+            state.pages, state.signatures, state.dim_lengths, self.settings.num_perm, o.dims
+        )
+        t = self.pages
+        n = t.n
+        # One str per URL, shared by the groups, the graph and the winners (the columns
+        # keep the URLs in Arrow; these are what the Python structures still key on).
+        urls = state.pages.column("url").to_pylist()
         groups = state.groups
+        del state  # its columns and signatures are the table's now: freed before the graph
+        for slot, target in t.redirect.items():
+            self.redirects.set(urls[slot], None, target)
+        grouped = np.flatnonzero(t.group[:n] >= 0)
+        for gid, slot in zip(t.group[grouped].tolist(), grouped.tolist(), strict=True):
+            self.groups.add(gid, urls[slot])
+        if o.tier2 != "bands":  # tier 2's own row store holds the sketched pages again
+            has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
+            for slot in has.tolist():
+                self.store_rows.put(urls[slot], t.sigs[slot], t.lens[slot])
+        # The graph's nodes: sketched, live pages the scan compares, built at once.
+        node = np.flatnonzero(
+            t.has_sig[:n]
+            & ~t.removed[:n]
+            & np.asarray(enough_words(t.n_tokens[:n], t.length[:n], self.settings.min_tokens))
+        )
+        with _no_collection():
+            self.scan_graph.load(
+                [urls[i] for i in node.tolist()], t.key[node], t.shingle_fp[node], t.sigs, node
+            )
         for gid, winner in zip(
             groups.column("group_id").to_pylist(),
             groups.column("winner_url").to_pylist(),
             strict=True,
         ):
-            self.winners[gid] = winner
+            # the member's own str (a winner is a member of its group)
+            self.winners[gid] = next((u for u in self.groups.members(gid) if u == winner), winner)
         grid = manifest.meta.get("length_map")
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
             self.store_rows.map_rows = int(grid["rows"])
-        del state
+        del urls
         # Arrow's allocator keeps what the files' tables used for its next tables; an index
         # holds none after opening, so it goes back to the system (about 0.9 KB a page).
         pa.default_memory_pool().release_unused()
+        _return_freed()
         _settle()
-
-    def _load_rows(
-        self,
-        rows: pa.Table,
-        first: int,
-        graph_pages: dict[str, tuple[int, int]],
-    ) -> None:
-        """Pages of stored rows into memory; the graph's nodes among them into `graph_pages`."""
-        cols = [
-            rows.column(name).to_pylist()
-            for name in (
-                "url",
-                "group_id",
-                "length",
-                "has_signature",
-                "exact_fp",
-                "redirect_to",
-                "links_in",
-                "verified",
-                "removed",
-                "shingle_fp",
-                "page_key",
-                "n_tokens",
-            )
-        ]
-        min_tokens = self.settings.min_tokens
-        for i, (
-            url,
-            gid,
-            length,
-            has,
-            fp,
-            redir,
-            links,
-            verified,
-            removed,
-            sfp,
-            key,
-            nt,
-        ) in enumerate(zip(*cols, strict=True), first):
-            p = _Page(
-                url,
-                gid,
-                length or 0,
-                None,
-                exact_fp=fp,
-                links_in=links or 0,
-                verified=bool(verified),
-                removed=bool(removed),
-            )
-            if redir:
-                self._set_redirect(p, redir)
-            if has:
-                sig_arr = self._sigs[i]
-                self._set_signature(p, sig_arr, p.length, self._lens[i])
-                p.shingle_fp = sfp
-                p.n_tokens = nt or 0
-                if not removed and enough_words(p.n_tokens, p.length, min_tokens):
-                    graph_pages[url] = (url_key(url) if key is None else key, sfp)
-            self.pages[url] = p
-            if gid is not None:
-                self.groups.add(gid, url)
 
     def close(self) -> None:
         """Release the writer lock (committed batches stay)."""
@@ -539,10 +495,10 @@ class ServiceIndex:
         return out
 
     def counts(self) -> dict[str, int]:
-        live = [p for p in self.pages.values() if not p.removed]
+        live, redirects = self.pages.counts()
         return {
-            "pages": len(live),
-            "redirects": sum(1 for p in live if p.redirect_to),
+            "pages": live,
+            "redirects": redirects,
             "groups": len(self.groups),
             "duplicate_groups": sum(1 for m in self.groups.values() if len(m) > 1),
         }
@@ -566,6 +522,7 @@ class ServiceIndex:
             try:
                 report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                 self._write(dirty_pages, dirty_groups, dropped)
+                self.pages.settle()
             except BaseException:
                 self._load()  # memory never runs ahead of the last commit
                 raise
@@ -580,11 +537,11 @@ class ServiceIndex:
         return gid
 
     def _set_signature(
-        self, p: _Page, sig: np.ndarray | None, length: int, lens: np.ndarray | None = None
+        self, p: PageRef, sig: np.ndarray | None, length: int, lens: np.ndarray | None = None
     ) -> None:
         """Set a page's sketch and keep the tier-2 row store in step. A page without
         shingles stays out of the store: its all-empty signature would match every other."""
-        p.signature, p.length, p.lengths = sig, length, lens
+        self.pages.set_signature(p.slot, sig, length, lens)
         if self.options.tier2 == "bands":
             return  # checks go through the scan's band index: no second copy of the rows
         if sig is None or length == 0 or lens is None:
@@ -594,11 +551,11 @@ class ServiceIndex:
 
     def _signature_of(self, url: str) -> np.ndarray:
         """A stored page's sketch (the scan graph's nodes have one)."""
-        sig = self.pages[url].signature
-        assert sig is not None, url
-        return sig
+        slot = self.pages.slot(url)
+        assert slot is not None and self.pages.has_sig[slot], url
+        return self.pages.sigs[slot]
 
-    def _set_redirect(self, p: _Page, target: str | None) -> None:
+    def _set_redirect(self, p: PageRef, target: str | None) -> None:
         self.redirects.set(p.url, p.redirect_to, target)
         p.redirect_to = target
 
@@ -614,9 +571,6 @@ class ServiceIndex:
             dirty,
             groups,
             dropped,
-            self.scan_graph.key,
-            self.settings.num_perm,
-            self.options.dims,
         )
         with self._commit_lock:
             old = self.manifest
@@ -707,6 +661,16 @@ def _settle() -> None:
     collect, and objects dropped later are still freed by reference counting."""
     gc.collect(0)
     gc.freeze()
+
+
+def _return_freed() -> None:
+    """Give the C heap's free pages back to the system after opening (glibc's
+    `malloc_trim`). Opening reads each segment, joins them and copies the columns into the
+    page table; glibc keeps those freed blocks for later (its mmap threshold rises with
+    each large block freed), about 0.75 KB a page at 100 k pages measured, which an open
+    index never uses again. Elsewhere than glibc there is nothing to call."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 # An index left open at exit is finalised like any object (DuckDB's connection included).

@@ -27,8 +27,11 @@ from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from neardup.config import Settings
+from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
 from neardup.kernels.graph import (
     Graph,
     center_clusters,
@@ -41,6 +44,7 @@ from neardup.service.band_buckets import BandBuckets
 from neardup.service.members import SmallSets
 
 Pair = tuple[str, str]  # (url, url) in increasing order
+_VERIFY_CHUNK = 65_536  # candidate pairs verified at a time when opening (their sketches)
 
 
 class ScanGraph:
@@ -64,6 +68,74 @@ class ScanGraph:
     def order(self, url: str) -> tuple[int, str]:
         """The tie-break of a page: its key, then (for an exact key collision) its URL."""
         return self.key[url], url
+
+    # ------------------------------------------------------------------ opening
+
+    def load(
+        self, urls: list[str], keys: np.ndarray, fps: np.ndarray, sigs: np.ndarray, rows: np.ndarray
+    ) -> None:
+        """Build the graph of a whole stored index at once, as the scan builds its own:
+        the same state `update` reaches page by page (classes, band index, candidate counts,
+        verified edges), computed with the scan's kernels over arrays, so opening costs
+        sorts and one vectorised verification instead of a walk of every bucket.
+
+        `urls` are the eligible live pages, with their page keys and shingle fingerprints
+        (aligned), their sketches the rows `rows` of `sigs`. Only for an empty graph."""
+        assert not self.key, "load builds an empty graph"
+        n = len(urls)
+        if not n:
+            return
+        keys = np.asarray(keys, dtype=np.int64)
+        fps = np.asarray(fps, dtype=np.int64)
+        # URL order (Python's str order is Arrow's: UTF-8 bytes sort as code points).
+        by_url = np.asarray(pc.sort_indices(pa.array(urls, pa.string())), dtype=np.int64)
+        rank = np.empty(n, np.int64)
+        rank[by_url] = np.arange(n)
+        self.key = dict(zip(urls, keys.tolist(), strict=True))
+        self.fp = dict(zip(urls, fps.tolist(), strict=True))
+        # Classes: the representative of a shingle set is its first page in (key, URL) order.
+        order = np.lexsort((rank, keys, fps))
+        sfp = fps[order]
+        first = np.ones(n, bool)
+        first[1:] = sfp[1:] != sfp[:-1]
+        for i in order.tolist():
+            self.classes.add(int(fps[i]), urls[i])
+        reps = order[first]
+        # The nodes in URL order: a pair (a, b) with a < b as ids is one in URL order too.
+        reps = reps[np.argsort(rank[reps], kind="stable")]
+        node_urls = [urls[i] for i in reps.tolist()]
+        for i, u in zip(reps.tolist(), node_urls, strict=True):
+            self.rep[int(fps[i])] = u
+        node_sigs = sigs[rows[reps]]
+        band = lsh_keys(node_sigs, None, self.bands, self.rows)
+        self.buckets.add(node_urls, band)
+        # Candidates: each table's pairs by the scan's bucket rule (chains in key order),
+        # counted over the tables that emit them.
+        docs = np.arange(reps.size, dtype=np.int64)
+        stats = CandidateStats()
+        per_table = [
+            table_pairs(
+                np.ascontiguousarray(band[:, t]),
+                docs,
+                self.settings.max_bucket_pairs,
+                stats,
+                keys[reps],
+            )
+            for t in range(self.bands)
+        ]
+        packed, counts = np.unique(np.concatenate(per_table), return_counts=True)
+        a, b = unpack_pairs(packed)
+        for x, y, c in zip(a.tolist(), b.tolist(), counts.tolist(), strict=True):
+            self.emitted[(node_urls[x], node_urls[y])] = c
+        for lo in range(0, packed.size, _VERIFY_CHUNK):
+            pa_, pb = a[lo : lo + _VERIFY_CHUNK], b[lo : lo + _VERIFY_CHUNK]
+            sim, agree = pair_scores(node_sigs[pa_], node_sigs[pb])
+            ok = passes(sim, agree, self.settings.threshold, False)
+            sim32 = sim.astype(np.float32)
+            for x, y, s in zip(pa_[ok].tolist(), pb[ok].tolist(), sim32[ok].tolist(), strict=True):
+                u, v = node_urls[x], node_urls[y]
+                self.adj[u][v] = self.adj[v][u] = s
+        self.verifications += int(packed.size)
 
     # ------------------------------------------------------------------ updates
 

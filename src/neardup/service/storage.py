@@ -1,4 +1,4 @@
-"""The service index's page rows: their in-memory copy, the rows a batch writes.
+"""The service index's page rows: the rows a batch writes, the invariants they keep.
 
 The files are described in `layout.py`; this module turns the pages a batch touched into
 one segment's rows and states the invariants the stored state must keep, so that a crash
@@ -6,8 +6,6 @@ test can check them.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import duckdb
 import numpy as np
@@ -20,6 +18,8 @@ from neardup.service.layout import (
     TX_MARKER,
     Segment,
 )
+from neardup.service.members import SmallSets
+from neardup.service.pages import PageTable
 
 SERVICE_KIND = "service index"
 MAX_REDIRECTS = 32
@@ -51,73 +51,51 @@ _INVARIANTS: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass(slots=True)  # a million of them: no per-object dict
-class _Page:
-    """The in-memory copy of one `pages` row: the index keeps every row in a dict, so that
-    a batch looks pages up without a query and writes back only those it changed."""
-
-    url: str
-    group_id: int | None = None
-    length: int = 0
-    signature: np.ndarray | None = None
-    lengths: np.ndarray | None = None  # N sub-dictionary lengths (tier-2 partition key)
-    exact_fp: int | None = None
-    redirect_to: str | None = None
-    links_in: int = 0
-    verified: bool = False
-    removed: bool = False
-    shingle_fp: int | None = None  # shingle-set fingerprint: the scan's equivalence classes
-    n_tokens: int = 0  # words, for the scan's `min_tokens`
-
-
 def segment_rows(
-    pages: dict[str, _Page],
-    members: dict[int, set[str]],
+    pages: PageTable,
+    members: SmallSets[int],
     winners: dict[int, str],
     dirty: set[str],
     groups: set[int],
     dropped: set[int],
-    keys: dict[str, int],
-    num_perm: int,
-    dims: int,
 ) -> Segment:
     """The rows a batch rewrote, as one segment: the touched pages (`dirty`), the touched
     groups (`groups`) and a deleting row for each of `dropped` that is not among them.
-    `members` and `winners` are the index's groups, `keys` the scan graph's page keys."""
-    rows = [pages[u] for u in sorted(dirty)]
-    sigs = np.zeros((len(rows), num_perm), dtype=np.uint32)
-    lens = np.zeros((len(rows), dims), dtype=np.int32)
-    for i, p in enumerate(rows):
-        if p.signature is not None:
-            sigs[i] = p.signature
-        if p.lengths is not None and p.lengths.size == dims:
-            lens[i] = p.lengths
+    `members` and `winners` are the index's groups. Whole columns are taken from the page
+    table at the touched slots."""
+    urls = sorted(dirty)
+    slots = np.array([pages.slot(u) for u in urls], dtype=np.int64)
+    has = pages.has_sig[slots]
     table = pa.table(
         {
-            "url": pa.array([p.url for p in rows], pa.string()),
-            "group_id": pa.array([p.group_id for p in rows], pa.int64()),
-            "length": pa.array([p.length for p in rows], pa.int32()),
-            "has_signature": pa.array([p.signature is not None for p in rows], pa.bool_()),
-            "exact_fp": pa.array([p.exact_fp for p in rows], pa.int64()),
-            "redirect_to": pa.array([p.redirect_to for p in rows], pa.string()),
-            "links_in": pa.array([p.links_in for p in rows], pa.int32()),
-            "verified": pa.array([p.verified for p in rows], pa.bool_()),
-            "removed": pa.array([p.removed for p in rows], pa.bool_()),
-            "shingle_fp": pa.array([p.shingle_fp for p in rows], pa.int64()),
-            "page_key": pa.array([keys.get(p.url) for p in rows], pa.int64()),
-            "n_tokens": pa.array([p.n_tokens for p in rows], pa.int32()),
+            "url": pa.array(urls, pa.string()),
+            "group_id": pa.array(pages.group[slots], pa.int64(), mask=pages.group[slots] < 0),
+            "length": pa.array(pages.length[slots], pa.int32()),
+            "has_signature": pa.array(has, pa.bool_()),
+            "exact_fp": pa.array(pages.exact_fp[slots], pa.int64(), mask=~pages.has_fp[slots]),
+            "redirect_to": pa.array([pages.redirect.get(s) for s in slots.tolist()], pa.string()),
+            "links_in": pa.array(pages.links_in[slots], pa.int32()),
+            "verified": pa.array(pages.verified[slots], pa.bool_()),
+            "removed": pa.array(pages.removed[slots], pa.bool_()),
+            "shingle_fp": pa.array(pages.shingle_fp[slots], pa.int64(), mask=~pages.has_sfp[slots]),
+            "page_key": pa.array(pages.key[slots], pa.int64()),
+            "n_tokens": pa.array(pages.n_tokens[slots], pa.int32()),
         },
         schema=PAGE_SCHEMA,
     )
+    sigs = pages.sigs[slots]
+    lens = pages.lens[slots]
     gids = sorted(groups)
     gone = sorted(dropped - groups)
+    verified = pages.verified
     gtable = pa.table(
         {
             "group_id": pa.array(gids + gone, pa.int64()),
             "winner_url": pa.array([winners[g] for g in gids] + [None] * len(gone), pa.string()),
             "size": pa.array([len(members[g]) for g in gids] + [0] * len(gone), pa.int32()),
             "failed": pa.array(
-                [sum(not pages[u].verified for u in members[g]) for g in gids] + [0] * len(gone),
+                [sum(not verified[pages.slot(u)] for u in members[g]) for g in gids]
+                + [0] * len(gone),
                 pa.int32(),
             ),
         },

@@ -1,0 +1,383 @@
+"""The index's pages as typed columns indexed by a slot, not one Python object per page.
+
+Why (issue 26): a page object per stored page (its URL, its fields, views of its sketch)
+cost about 700 bytes a page after opening and most of the opening time, while a page's own
+data is its 512-byte sketch and a few numbers. Here every field is a numpy column indexed
+by an integer *slot*; the sketches are rows of one matrix (the one copy of each signature);
+the URLs opened from the files stay one Arrow string array; a URL finds its slot through
+the sorted 64-bit page keys (`near_pairs.url_key`, kept in the files), with an exact URL
+check since two URLs may normalise to one key. Pages added since opening sit in a small
+dict until they are folded into the sorted keys (when they outgrow an eighth of them).
+
+A `PageRef` is a page's fields as attributes, read from and written to the columns; a batch
+makes one for each page it touches and drops it after (Python objects only for what a batch
+touches). Removed pages keep their slot (and their row in the files), as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.kernels import SIGNATURE_DTYPE
+from neardup.pipeline.steps.near_pairs import url_key
+
+_NONE = -1  # group id of a page without a group
+_SEEN_MAX = 65_536  # slots remembered from lookups, at the most
+FOLD_AT_LEAST = 8192  # added pages folded into the sorted keys at a time, at the least
+
+
+class PageTable:
+    """url -> slot, and each page's fields in columns; a mapping of URL -> `PageRef`."""
+
+    def __init__(self, num_perm: int, dims: int) -> None:
+        self.num_perm, self.dims = num_perm, dims
+        self.n = 0  # slots in use
+        self._urls_base: pa.Array = pa.array([], pa.string())  # slots 0 .. nb-1
+        self._urls_new: list[str] = []  # slots nb .. n-1
+        self._skeys = np.empty(0, np.int64)  # sorted page keys of the base slots
+        self._sslots = np.empty(0, np.int64)  # the slot of each sorted key
+        self._added: dict[str, int] = {}  # url -> slot of the pages added since the fold
+        # Slots found lately (at most `_SEEN_MAX`): a batch looks its pages and their
+        # neighbours up several times (the update, the graph's signatures, the clusters, the
+        # rows it writes), and the next batches of a crawl touch many of them again.
+        self._seen: dict[str, int] = {}
+        self.redirect: dict[int, str] = {}  # slot -> target, for the few redirecting pages
+        self._alloc(0)
+
+    # ------------------------------------------------------------ columns
+
+    def _alloc(self, cap: int) -> None:
+        self.cap = cap
+        self.group = np.full(cap, _NONE, np.int64)
+        self.length = np.zeros(cap, np.int32)
+        self.has_sig = np.zeros(cap, bool)
+        self.exact_fp = np.zeros(cap, np.int64)
+        self.has_fp = np.zeros(cap, bool)
+        self.links_in = np.zeros(cap, np.int32)
+        self.verified = np.zeros(cap, bool)
+        self.removed = np.zeros(cap, bool)
+        self.shingle_fp = np.zeros(cap, np.int64)
+        self.has_sfp = np.zeros(cap, bool)
+        self.n_tokens = np.zeros(cap, np.int32)
+        self.key = np.zeros(cap, np.int64)
+        self.sigs = np.zeros((cap, self.num_perm), SIGNATURE_DTYPE)
+        self.lens = np.zeros((cap, self.dims), np.int32)
+
+    _COLUMNS = (
+        "group",
+        "length",
+        "has_sig",
+        "exact_fp",
+        "has_fp",
+        "links_in",
+        "verified",
+        "removed",
+        "shingle_fp",
+        "has_sfp",
+        "n_tokens",
+        "key",
+        "sigs",
+        "lens",
+    )
+
+    def _grow(self, need: int) -> None:
+        """Room for `need` slots: the columns grow by half (amortised O(1) a page)."""
+        if need <= self.cap:
+            return
+        cap = max(need, self.cap + self.cap // 2, 1024)
+        for name in self._COLUMNS:
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), old.dtype)
+            if name == "group":
+                new[:] = _NONE
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+        self.cap = cap
+
+    @classmethod
+    def from_rows(
+        cls, rows: pa.Table, sigs: np.ndarray, lens: np.ndarray, num_perm: int, dims: int
+    ) -> PageTable:
+        """The pages of a committed state (`layout.read_state`): whole columns, no loop over
+        pages except to hash the URLs of rows stored without a page key (older files)."""
+        t = cls(num_perm, dims)
+        n = rows.num_rows
+        t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
+        t.n = n
+
+        def col(name: str, fill: int) -> np.ndarray:
+            c = rows.column(name)
+            return c.fill_null(fill).to_numpy() if c.null_count else c.to_numpy()
+
+        def valid(name: str) -> np.ndarray:
+            c = rows.column(name)
+            return c.is_valid().to_numpy() if c.null_count else np.ones(n, bool)
+
+        t.group[:n] = col("group_id", _NONE)
+        t.length[:n] = col("length", 0)
+        t.has_sig[:n] = col("has_signature", False)
+        t.exact_fp[:n] = col("exact_fp", 0)
+        t.has_fp[:n] = valid("exact_fp")
+        t.links_in[:n] = col("links_in", 0)
+        t.verified[:n] = col("verified", False)
+        t.removed[:n] = col("removed", False)
+        t.shingle_fp[:n] = col("shingle_fp", 0)
+        t.has_sfp[:n] = valid("shingle_fp")
+        t.n_tokens[:n] = col("n_tokens", 0)
+        t.sigs[:n] = sigs
+        if lens.shape[1:] == (dims,):
+            t.lens[:n] = lens
+        urls = rows.column("url").combine_chunks()
+        if isinstance(urls, pa.ChunkedArray):  # an empty table
+            urls = pa.array([], pa.string())
+        t._urls_base = urls
+        keys = rows.column("page_key")
+        key = col("page_key", 0).copy()
+        if keys.null_count:
+            missing = np.flatnonzero(~valid("page_key"))
+            got = urls.take(pa.array(missing)).to_pylist()
+            key[missing] = [url_key(u) for u in got]
+        t.key[:n] = key
+        redirect = rows.column("redirect_to")
+        if redirect.null_count < n:
+            has = np.flatnonzero(redirect.is_valid().to_numpy(zero_copy_only=False))
+            for slot, target in zip(
+                has.tolist(), redirect.take(pa.array(has)).to_pylist(), strict=True
+            ):
+                if target:
+                    t.redirect[slot] = target
+        t._fold()
+        return t
+
+    # ------------------------------------------------------------ url <-> slot
+
+    def _fold(self) -> None:
+        """Fold the pages added since the last fold into the sorted keys (and their URLs
+        into the Arrow array): then they cost no Python object either."""
+        nb = len(self._urls_base)
+        if self._urls_new:
+            self._urls_base = pa.concat_arrays(
+                [self._urls_base, pa.array(self._urls_new, pa.string())]
+            )
+            self._urls_new = []
+            self._added = {}
+        order = np.argsort(self.key[: self.n], kind="stable")
+        self._skeys = self.key[: self.n][order]
+        self._sslots = order.astype(np.int64)
+        assert len(self._urls_base) == self.n, (nb, self.n)
+
+    def url_at(self, slot: int) -> str:
+        nb = len(self._urls_base)
+        return self._urls_base[slot].as_py() if slot < nb else self._urls_new[slot - nb]
+
+    def slot(self, url: str) -> int | None:
+        """The slot of `url`, None when it was never stored."""
+        got = self._added.get(url)
+        if got is None:
+            got = self._seen.get(url)
+        if got is not None:
+            return got
+        k = url_key(url)
+        keys = self._skeys
+        lo = hi = int(keys.searchsorted(k))
+        while hi < keys.size and keys[hi] == k:
+            hi += 1
+        for i in range(lo, hi):  # nearly always one: an exact check, keys may collide
+            s = int(self._sslots[i])
+            if self.url_at(s) == url:
+                if len(self._seen) >= _SEEN_MAX:  # bounded: forgotten all at once
+                    self._seen = {}
+                self._seen[url] = s
+                return s
+        return None
+
+    def lookup(self, urls: list[str], keys: list[int | None]) -> list[int | None]:
+        """`slot` of many URLs (a batch's), the sorted keys searched once for all of them;
+        `keys` their page keys where the caller has them already (None: hashed here)."""
+        out: list[int | None] = [self._added.get(u) for u in urls]
+        todo = [i for i, s in enumerate(out) if s is None]
+        if not todo or not self._skeys.size:
+            return out
+        keys = np.array(
+            [url_key(urls[i]) if keys[i] is None else keys[i] for i in todo], dtype=np.int64
+        )
+        at = self._skeys.searchsorted(keys).tolist()
+        size = self._skeys.size
+        for i, k, lo in zip(todo, keys.tolist(), at, strict=True):
+            j = lo
+            while j < size and self._skeys[j] == k:  # nearly always once
+                s = int(self._sslots[j])
+                if self.url_at(s) == urls[i]:
+                    out[i] = s
+                    break
+                j += 1
+        return out
+
+    def add(self, url: str, key: int | None = None) -> PageRef:
+        """A new page (no group, no sketch): its slot is the next one. `key`: its page key
+        (`url_key`), when the caller has it."""
+        slot = self.n
+        if slot >= self.cap:
+            self._grow(slot + 1)
+        self.n += 1
+        self.key[slot] = url_key(url) if key is None else key
+        self._urls_new.append(url)
+        self._added[url] = slot
+        return PageRef(self, slot)
+
+    def settle(self) -> None:
+        """After a batch: fold the added pages in once they outgrow an eighth of the rest."""
+        if len(self._added) * 8 > max(len(self._urls_base), FOLD_AT_LEAST * 8):
+            self._fold()
+
+    # ------------------------------------------------------------ mapping
+
+    def get(self, url: object) -> PageRef | None:
+        if not isinstance(url, str):
+            return None
+        slot = self.slot(url)
+        return None if slot is None else PageRef(self, slot)
+
+    def __getitem__(self, url: str) -> PageRef:
+        p = self.get(url)
+        if p is None:
+            raise KeyError(url)
+        return p
+
+    def __contains__(self, url: object) -> bool:
+        return isinstance(url, str) and self.slot(url) is not None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[str]:
+        """Every stored URL (removed pages included), in slot order."""
+        yield from self._urls_base.to_pylist()
+        yield from list(self._urls_new)
+
+    def values(self) -> Iterator[PageRef]:
+        return (PageRef(self, s) for s in range(self.n))
+
+    def signature(self, slot: int) -> np.ndarray | None:
+        return self.sigs[slot] if self.has_sig[slot] else None
+
+    def set_signature(
+        self, slot: int, sig: np.ndarray | None, length: int, lens: np.ndarray | None
+    ) -> None:
+        """A page's sketch, word length and tier-2 lengths (None: it has none)."""
+        self.length[slot] = length
+        if sig is None:
+            self.has_sig[slot] = False
+            self.sigs[slot] = 0
+        else:
+            self.has_sig[slot] = True
+            self.sigs[slot] = sig
+        if lens is not None and lens.size == self.dims:
+            self.lens[slot] = lens
+        else:
+            self.lens[slot] = 0
+
+    def counts(self) -> tuple[int, int]:
+        """Live pages, and live pages that redirect."""
+        live = ~self.removed[: self.n]
+        redirects = sum(1 for s in self.redirect if live[s])
+        return int(live.sum()), redirects
+
+
+class PageRef:
+    """One page's fields, read from and written to its table's columns (what a batch and a
+    lookup touch); made on demand and dropped after, so it holds no state of its own."""
+
+    __slots__ = ("slot", "t")
+
+    def __init__(self, table: PageTable, slot: int) -> None:
+        self.t, self.slot = table, slot
+
+    @property
+    def url(self) -> str:
+        return self.t.url_at(self.slot)
+
+    @property
+    def group_id(self) -> int | None:
+        g = int(self.t.group[self.slot])
+        return None if g == _NONE else g
+
+    @group_id.setter
+    def group_id(self, gid: int | None) -> None:
+        self.t.group[self.slot] = _NONE if gid is None else gid
+
+    @property
+    def length(self) -> int:
+        return int(self.t.length[self.slot])
+
+    @property
+    def signature(self) -> np.ndarray | None:
+        return self.t.signature(self.slot)
+
+    @property
+    def lengths(self) -> np.ndarray | None:
+        return self.t.lens[self.slot] if self.t.has_sig[self.slot] else None
+
+    @property
+    def exact_fp(self) -> int | None:
+        return int(self.t.exact_fp[self.slot]) if self.t.has_fp[self.slot] else None
+
+    @exact_fp.setter
+    def exact_fp(self, fp: int | None) -> None:
+        self.t.has_fp[self.slot] = fp is not None
+        self.t.exact_fp[self.slot] = 0 if fp is None else fp
+
+    @property
+    def redirect_to(self) -> str | None:
+        return self.t.redirect.get(self.slot)
+
+    @redirect_to.setter
+    def redirect_to(self, target: str | None) -> None:
+        if target:
+            self.t.redirect[self.slot] = target
+        else:
+            self.t.redirect.pop(self.slot, None)
+
+    @property
+    def links_in(self) -> int:
+        return int(self.t.links_in[self.slot])
+
+    @links_in.setter
+    def links_in(self, n: int) -> None:
+        self.t.links_in[self.slot] = n
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.t.verified[self.slot])
+
+    @verified.setter
+    def verified(self, v: bool) -> None:
+        self.t.verified[self.slot] = v
+
+    @property
+    def removed(self) -> bool:
+        return bool(self.t.removed[self.slot])
+
+    @removed.setter
+    def removed(self, v: bool) -> None:
+        self.t.removed[self.slot] = v
+
+    @property
+    def shingle_fp(self) -> int | None:
+        return int(self.t.shingle_fp[self.slot]) if self.t.has_sfp[self.slot] else None
+
+    @shingle_fp.setter
+    def shingle_fp(self, fp: int | None) -> None:
+        self.t.has_sfp[self.slot] = fp is not None
+        self.t.shingle_fp[self.slot] = 0 if fp is None else fp
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.t.n_tokens[self.slot])
+
+    @n_tokens.setter
+    def n_tokens(self, n: int) -> None:
+        self.t.n_tokens[self.slot] = n

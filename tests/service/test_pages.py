@@ -1,0 +1,88 @@
+"""The page table (`service/pages.py`): URL -> slot through sorted page keys, columns by slot.
+
+Checked against a plain dict of the same pages: URLs whose page keys collide (`url_key`
+normalises a URL, so `x#a` and `x#b` share a key), pages added after opening and folded into
+the sorted keys, columns grown past their capacity, and a reopened index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neardup.service.pages as pages_module
+from neardup.pipeline.steps.near_pairs import url_key
+from neardup.service import PageUpdate, ServiceIndex
+from neardup.service.pages import PageTable
+
+
+def test_colliding_keys_are_told_apart_by_the_url():
+    assert url_key("http://a.example/x#1") == url_key("http://a.example/x#2")
+    t = PageTable(8, 2)
+    a, b = t.add("http://a.example/x#1"), t.add("http://a.example/x#2")
+    a.links_in, b.links_in = 3, 5
+    t.settle()
+    t._fold()  # into the sorted keys, where the two share one key
+    assert t["http://a.example/x#1"].links_in == 3
+    assert t["http://a.example/x#2"].links_in == 5
+    assert "http://a.example/x#3" not in t and t.get("http://a.example/x#3") is None
+    assert "http://a.example/x" not in t
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_table_answers_as_a_dict(seed, monkeypatch):
+    monkeypatch.setattr(pages_module, "FOLD_AT_LEAST", 4)
+    rng = np.random.default_rng(seed)
+    t = PageTable(4, 1)
+    model: dict[str, dict[str, object]] = {}
+    for step in range(3000):
+        # few hosts and fragments: many URLs share a page key
+        url = f"http://h{rng.integers(3)}.example/{rng.integers(400)}#{rng.integers(3)}"
+        p = t.get(url)
+        assert (p is None) == (url not in model)
+        if p is None:
+            p = t.add(url)
+            model[url] = {"group_id": None, "links_in": 0, "removed": False, "sig": None}
+        m = model[url]
+        assert p.url == url
+        assert (p.group_id, p.links_in, p.removed) == (m["group_id"], m["links_in"], m["removed"])
+        sig = p.signature
+        assert (sig is None and m["sig"] is None) or sig.tolist() == m["sig"]
+        gid = int(rng.integers(-1, 50))
+        p.group_id = None if gid < 0 else gid
+        p.links_in = step
+        p.removed = bool(rng.integers(2))
+        new_sig = None if rng.integers(4) == 0 else rng.integers(0, 2**32, 4, dtype=np.uint32)
+        t.set_signature(p.slot, new_sig, 7, None)
+        m.update(
+            group_id=p.group_id,
+            links_in=step,
+            removed=p.removed,
+            sig=None if new_sig is None else new_sig.tolist(),
+        )
+        if step % 100 == 99:
+            t.settle()
+    assert t.cap > 1024 or len(t) <= 1024
+    assert set(t) == set(model) and len(t) == len(model)
+    for url, m in model.items():
+        assert t[url].links_in == m["links_in"]
+    live, _ = t.counts()
+    assert live == sum(not m["removed"] for m in model.values())
+
+
+def test_pages_added_after_opening_are_found_once_folded(tmp_path, monkeypatch):
+    monkeypatch.setattr(pages_module, "FOLD_AT_LEAST", 2)
+    words = [f"w{i}" for i in range(300)]
+    text = [" ".join(words[i : i + 60]) for i in range(0, 240, 3)]
+    with ServiceIndex(tmp_path / "s") as ix:
+        ix.apply([PageUpdate(f"http://a.example/{i}#x", text=s) for i, s in enumerate(text[:30])])
+    with ServiceIndex(tmp_path / "s") as ix:
+        for lo in range(30, 80, 10):  # each batch folds (more than an eighth is new)
+            ix.apply(
+                [PageUpdate(f"http://a.example/{i}#y", text=text[i]) for i in range(lo, lo + 10)]
+            )
+        ix.apply([PageUpdate(f"http://a.example/{i}#x", links_in=i) for i in range(30)])
+        got = {u: ix.status(u) for u in ix.pages}
+        assert len(got) == 80 and not ix.pages._added  # all folded into the sorted keys
+        assert [ix.pages[f"http://a.example/{i}#x"].links_in for i in range(30)] == list(range(30))
+    with ServiceIndex(tmp_path / "s", read_only=True) as ix:
+        assert {u: ix.status(u) for u in ix.pages} == got
