@@ -62,7 +62,9 @@ def test_run_parts_hold_every_text_row_in_document_order(tmp_path):
     counts = []
     for idx, (n, first) in enumerate([(1200, 0), (700, 5000)]):
         src = _jsonl(tmp_path / f"in{idx}.jsonl", n, first)
-        counts.append(ingest_input(idx, str(src), None, settings, None, work))
+        records, formats = ingest_input(idx, str(src), None, settings, None, work)
+        assert sum(formats.values()) == n  # every record has text
+        counts.append(records)
     assert counts == [1200, 700]  # one record per non-blank line
     shifts = [0, counts[0]]
     for idx, shift in enumerate(shifts):

@@ -26,9 +26,11 @@ retried or speculative task leaves one whole file per input.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tempfile
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -80,7 +82,10 @@ LINKS_SCHEMA = pa.schema(
         _INPUT_IDX,
     ]
 )
-SUMMARY_SCHEMA = pa.schema([_INPUT_IDX, pa.field("records", pa.int64())])
+# Per input: its records, and its pages with text by format (a JSON object).
+SUMMARY_SCHEMA = pa.schema(
+    [_INPUT_IDX, pa.field("records", pa.int64()), pa.field("formats", pa.string())]
+)
 SHIFT_SCHEMA = pa.schema([_INPUT_IDX, pa.field("shift", pa.int64())])
 INPUTS_SCHEMA = "input_idx int, path string, content binary"
 
@@ -228,9 +233,10 @@ def ingest_input(
     settings: Settings,
     base_url: str | None,
     work: Path,
-) -> int:
+) -> tuple[int, Counter[str]]:
     """Read, extract and sketch one input, writing its three files into `work`; the number
-    of records (every one, skipped or not: the ids count them all)."""
+    of records (every one, skipped or not: the ids count them all) and the pages with text
+    by format."""
     records = _TableFile(work / RECORDS, input_idx, RECORDS_SCHEMA, RECORD_ROWS)
     texts = _TableFile(work / TEXTS, input_idx, TEXTS_SCHEMA, TEXT_ROWS, **WORK_TEXT_OPTIONS)
     links = _TableFile(work / LINKS, input_idx, LINKS_SCHEMA, RECORD_ROWS)
@@ -238,6 +244,7 @@ def ingest_input(
     urls: list[str | None] = []  # the URL of each buffered text row
     rule = rule_of(settings)
     first = 0
+    formats: Counter[str] = Counter()
 
     def flush_texts() -> None:
         table = texts.take()
@@ -252,6 +259,7 @@ def ingest_input(
                 (unit, settings.max_payload_bytes, settings.extract_links, rule)
             ).shifted(first)
             first += batch.pages.num_rows
+            formats.update(batch.formats)
             text_pos = np.asarray(batch.texts.column(0)) - (first - batch.pages.num_rows)
             page_urls = batch.pages.column("url").to_pylist()
             urls.extend(page_urls[p] for p in text_pos.tolist())
@@ -271,7 +279,7 @@ def ingest_input(
         for table in files:
             table.abandon()
         raise
-    return first
+    return first, formats
 
 
 def ingest_partition(
@@ -280,12 +288,12 @@ def ingest_partition(
     """mapInArrow body: every input row of the partition ingested; one summary row each."""
     for batch in batches:
         for row in batch.to_pylist():
-            count = ingest_input(
+            count, formats = ingest_input(
                 row["input_idx"], row["path"], row["content"], settings, base_url, Path(work)
             )
-            yield pa.RecordBatch.from_pylist(
-                [{"input_idx": row["input_idx"], "records": count}], schema=SUMMARY_SCHEMA
-            )
+            summary = {"input_idx": row["input_idx"], "records": count}
+            summary["formats"] = json.dumps(dict(formats))
+            yield pa.RecordBatch.from_pylist([summary], schema=SUMMARY_SCHEMA)
 
 
 def run_schemas(num_perm: int) -> tuple[pa.Schema, pa.Schema]:

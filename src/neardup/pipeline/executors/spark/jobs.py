@@ -23,6 +23,7 @@ the `pairs` table as a union (the embedded `write_pairs`).
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -182,6 +183,13 @@ class SparkJobs:
         pq.write_table(table, folder / "part-0.parquet")
         return self.table(name)
 
+    def rows(self, name: str) -> int:
+        """The rows of the saved work table `name`, from its Parquet footers: no Spark job
+        (the driver mounts the work folder)."""
+        import pyarrow.parquet as pq
+
+        return sum(pq.read_metadata(f).num_rows for f in (self.work / name).glob("*.parquet"))
+
     def table(self, name: str) -> Any:
         """The work table `name`; `pages_raw`, `links` and `sketches` are read from the
         ingest tasks' own files (`INGEST_VIEWS`), not from copies of them."""
@@ -232,14 +240,9 @@ class SparkJobs:
         # writes them beside its other tables (`publish`).
         self._text_tables = text_tables
         outcome.records = total
-        formats = (
-            self.spark.read.parquet(str(self.work / RECORDS))
-            .where("skipped_reason IS NULL")
-            .groupBy("format")
-            .count()
-            .collect()
-        )
-        outcome.formats = Counter({(r["format"] or "unknown"): r["count"] for r in formats})
+        outcome.formats = Counter()
+        for row in summary:
+            outcome.formats.update(json.loads(row["formats"]))
         outcome.with_text = sum(outcome.formats.values())
 
     def count(self, outcome: StagesOutcome) -> None:
@@ -339,11 +342,11 @@ class SparkJobs:
         )
         self.save(pairs, "pairs")
         outcome.bands, outcome.rows_per_band = band_shape(settings)
-        outcome.candidates = self.table("candidates").count()
+        outcome.candidates = self.rows("candidates")
         outcome.candidates_emitted = int(stats["emitted"])
         outcome.large_buckets = int(stats["large_buckets"])
-        outcome.verified_pairs = self.table("edges").count()
-        outcome.pairs_rows = self.table("pairs").count()
+        outcome.verified_pairs = self.rows("edges")
+        outcome.pairs_rows = self.rows("pairs")
 
     def _per_input(self, body: Any, schema: pa.Schema) -> Any:
         """`body` (a mapInArrow function over RANGES_SCHEMA rows) run by one task per input."""
