@@ -25,13 +25,14 @@ retried or speculative task leaves one whole file per input.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -86,7 +87,9 @@ LINKS_SCHEMA = pa.schema(
 SUMMARY_SCHEMA = pa.schema(
     [_INPUT_IDX, pa.field("records", pa.int64()), pa.field("formats", pa.string())]
 )
-SHIFT_SCHEMA = pa.schema([_INPUT_IDX, pa.field("shift", pa.int64())])
+# One row per input for the per-input tasks after the ingest: its document ids are
+# [shift, end).
+RANGES_SCHEMA = pa.schema([_INPUT_IDX, pa.field("shift", pa.int64()), pa.field("end", pa.int64())])
 INPUTS_SCHEMA = "input_idx int, path string, content binary"
 
 # Rows buffered before a row group is written (and, for texts, sketched in one call): large
@@ -126,6 +129,20 @@ def _records_of(
             else:
                 unit.source = path
                 yield unit
+
+
+@contextlib.contextmanager
+def _committed(files: Sequence[_TableFile]) -> Iterator[None]:
+    """Commit every file of `files` when the block ends, or abandon them all when it fails:
+    an input's files are whole or absent."""
+    try:
+        yield
+    except BaseException:
+        for table in files:
+            table.abandon()
+        raise
+    for table in files:
+        table.commit()
 
 
 class _TableFile:
@@ -252,7 +269,7 @@ def ingest_input(
             texts.write(sketch_rows(table, urls, settings))
             urls.clear()
 
-    try:
+    with _committed(files):
         units = _records_of(path, content, base_url, settings.max_payload_bytes)
         for unit in _units(units, settings):
             batch: _BatchTables = _extract_task(
@@ -273,12 +290,6 @@ def ingest_input(
             if rest is not None:
                 table.write(rest)
         flush_texts()
-        for table in files:
-            table.commit()
-    except BaseException:
-        for table in files:
-            table.abandon()
-        raise
     return first, formats
 
 
@@ -325,7 +336,7 @@ def publish_input(input_idx: int, shift: int, work: Path, staging: Path, num_per
             _TableFile(folder, input_idx, schema, TEXT_ROWS, name=name, use_dictionary=False)
         )
     text_out, sketch_out = outputs
-    try:
+    with _committed(outputs):
         for batch in source.iter_batches(batch_size=TEXT_ROWS):
             doc_id = pa.array(np.asarray(batch.column("doc_id"), dtype=np.int64) + shift)
             values = np.asarray(batch.column("minhash").values, dtype=np.int32)
@@ -335,22 +346,16 @@ def publish_input(input_idx: int, shift: int, work: Path, staging: Path, num_per
             sketch_out.write_rows(
                 [doc_id, *(batch.column(f.name) for f in SKETCH_FIELDS[:4]), minhash]
             )
-        for out in outputs:
-            out.commit()
-    except BaseException:
-        for out in outputs:
-            out.abandon()
-        raise
 
 
 def publish_partition(
     batches: Iterator[pa.RecordBatch], work: str, staging: str, num_perm: int
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: `publish_input` for every (input_idx, shift) row of the partition."""
+    """mapInArrow body over RANGES_SCHEMA rows: `publish_input` for each, its row back."""
     for batch in batches:
         for row in batch.to_pylist():
             publish_input(row["input_idx"], row["shift"], Path(work), Path(staging), num_perm)
-            yield pa.RecordBatch.from_pylist([row], schema=SHIFT_SCHEMA)
+            yield pa.RecordBatch.from_pylist([row], schema=RANGES_SCHEMA)
 
 
 def inputs_frame(spark: Any, inputs: list[str]) -> Any:

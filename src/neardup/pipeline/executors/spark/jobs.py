@@ -1,16 +1,17 @@
 """One scan's Spark jobs: the implementation of each shared stage (`StageSteps`) on Spark.
 
-ingest (one task per input file) -> sketch (`mapInArrow` over the text) -> equivalence
-classes (a window over the shingle-set fingerprint) -> bucket keys -> candidate pairs (the
-keys hashed on table and key, each partition's buckets paired by the embedded numba rule)
+ingest and sketch (one task per input file, writing its own files: `spark/ingest.py`) ->
+equivalence classes (a window over the shingle-set fingerprint) -> bucket keys (Python
+tasks over the ingest files: `spark/signatures.py`) -> candidate pairs (the keys dealt by
+table and key, each partition's buckets paired by the embedded numba rule)
 -> verification (the embedded test over the joined signatures) -> the clustering (on the
 driver by the embedded function while the verified graph is small enough, else
 large-star / small-star rounds and the rule per component on the executors) ->
 assignments. Intermediate tables are written as Parquet in the work folder, which breaks
 Spark's lineage and lets a stage restart from the last one (the page text once, in the
-ingest table, which `page_text` and `links` are read from); `publish` then writes the run's
-tables from the executors, as datasets in the staging folder (`spark/publish.py`), so no
-large table passes through the driver.
+ingest tasks' files, which `pages_raw`, `links` and `sketches` are read from); `publish`
+then writes the run's tables from the executors, as datasets in the staging folder
+(`spark/publish.py`), so no large table passes through the driver.
 
 The near stage takes its band shape, bucket keys, bucket rule, scores and verification test
 from `neardup.pipeline.steps.near_pairs` and `neardup.kernels.buckets` (through the batch
@@ -38,8 +39,8 @@ from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
 from neardup.pipeline.executors.spark.ingest import (
     LINKS,
+    RANGES_SCHEMA,
     RECORDS,
-    SHIFT_SCHEMA,
     SUMMARY_SCHEMA,
     TEXTS,
     ingest_partition,
@@ -56,9 +57,8 @@ from neardup.pipeline.executors.spark.kernels import (
     representative_batches,
     verify_batches,
 )
-from neardup.pipeline.executors.spark.publish import publish_tables
+from neardup.pipeline.executors.spark.publish import named_jobs, publish_tables
 from neardup.pipeline.executors.spark.signatures import (
-    RANGES_SCHEMA,
     WANTED_SCHEMA,
     rep_key_blobs,
     wanted_signatures,
@@ -143,9 +143,8 @@ class SparkJobs:
         self.base_url = base_url
         self.workers = workers
         self._stage = "start"
-        # (input index, doc ids of the inputs before it), set by the ingest stage
-        self.shifts: list[tuple[int, int]] = []
-        # (input index, its first doc id, the next input's), set by the ingest stage
+        # (input index, its first doc id: the records of the inputs before it, the next
+        # input's first), set by the ingest stage
         self.ranges: list[tuple[int, int, int]] = []
         self._text_tables: Any = None  # the job writing the run's page_text and sketches
         work.mkdir(parents=True, exist_ok=True)
@@ -166,10 +165,8 @@ class SparkJobs:
     def save(self, df: Any, name: str) -> Any:
         """Write `df` as the table `name` and read it back (a checkpoint)."""
         path = str(self.work / name)
-        context = self.spark.sparkContext
-        context.setJobDescription(f"save {name}")  # the jobs' name in the UI and event log
-        df.write.mode("overwrite").parquet(path)
-        context.setJobDescription(None)
+        with named_jobs(self.spark, f"save {name}"):
+            df.write.mode("overwrite").parquet(path)
         return self.spark.read.parquet(path)
 
     def _write_small(self, table: pa.Table, name: str) -> Any:
@@ -199,11 +196,12 @@ class SparkJobs:
 
     def _shifted(self, folder: str, id_column: str, columns: list[str]) -> Any:
         """The per-input files of `folder` with each input's document ids shifted by the
-        records of the inputs before it (`shifts`, a broadcast join), so they are the
+        records of the inputs before it (`ranges`, a broadcast join), so they are the
         embedded engine's ids."""
         from pyspark.sql import functions as F
 
-        shift = self.spark.createDataFrame(self.shifts or [(0, 0)], "input_idx int, shift bigint")
+        shifts = [(idx, first) for idx, first, _ in self.ranges] or [(0, 0)]
+        shift = self.spark.createDataFrame(shifts, "input_idx int, shift bigint")
         return (
             self.spark.read.parquet(str(self.work / folder))
             .join(F.broadcast(shift), "input_idx")
@@ -227,14 +225,11 @@ class SparkJobs:
         )
         total = 0
         for row in sorted(summary, key=lambda r: r["input_idx"]):
-            self.shifts.append((row["input_idx"], total))
             self.ranges.append((row["input_idx"], total, total + row["records"]))
             total += row["records"]
         staging, num_perm = str(self.staging), settings.num_perm
-        shifts = self.spark.sparkContext.parallelize(self.shifts, max(1, len(self.shifts)))
-        text_tables = self.spark.createDataFrame(shifts, _spark_schema(SHIFT_SCHEMA)).mapInArrow(
-            lambda it: publish_partition(it, work, staging, num_perm),
-            _spark_schema(SHIFT_SCHEMA),
+        text_tables = self._per_input(
+            lambda it: publish_partition(it, work, staging, num_perm), RANGES_SCHEMA
         )
         # Nothing reads the run's page_text and sketches before the tables stage, which
         # writes them beside its other tables (`publish`).
@@ -362,9 +357,17 @@ class SparkJobs:
         work = str(self.work)
         return self._per_input(lambda it: wanted_signatures(it, work, name), WANTED_SCHEMA)
 
-    def page_keys(self) -> Any:
-        """(doc_id, order_key) of every eligible page, from its class row."""
-        return self.table("classes").select("doc_id", "order_key")
+    @staticmethod
+    def _class_nodes(classes: Any) -> Any:
+        """(class_id, weight, order_key) of the classes among the rows `classes`: the weight
+        is the class's pages, the order key its representative's (the row whose doc_id is
+        the class), in one pass over the rows."""
+        from pyspark.sql import functions as F
+
+        rep_key = F.when(F.col("doc_id") == F.col("class_id"), F.col("order_key"))
+        return classes.groupBy("class_id").agg(
+            F.count("*").alias("weight"), F.max(rep_key).alias("order_key")
+        )
 
     def cluster(self, outcome: StagesOutcome) -> None:
         """Components of the verified graph, the clustering rule per component, and every
@@ -394,15 +397,12 @@ class SparkJobs:
         touched = np.unique(np.concatenate([a, b]))
         nodes = self._write_small(pa.table({"class_id": touched}), "graph_nodes")
         info = (
-            self.table("classes")
-            .join(F.broadcast(nodes), "class_id")
-            .groupBy("class_id")
-            .agg(F.count("*").alias("weight"))
-            .join(self.page_keys().withColumnRenamed("doc_id", "class_id"), "class_id")
+            self._class_nodes(self.table("classes").join(F.broadcast(nodes), "class_id"))
             .toArrow()
             .sort_by("class_id")
         )
-        if not np.array_equal(info.column("class_id").to_numpy(), touched):
+        same_nodes = np.array_equal(info.column("class_id").to_numpy(), touched)
+        if not same_nodes or info.column("order_key").null_count:
             raise RuntimeError("a node of the verified graph has no class or no page key")
         cluster, component, identical = cluster_graph(
             touched.size,
@@ -430,7 +430,6 @@ class SparkJobs:
     def _cluster_distributed(self) -> None:
         """The same views from large-star / small-star rounds over the edges and the rule
         run per component on the executors (`spark.kernels.cluster_component`)."""
-        from pyspark.sql import functions as F
 
         settings = self.settings
         spark = self.spark
@@ -441,12 +440,7 @@ class SparkJobs:
             ).withColumnRenamed("node", "doc_id"),
             "components",
         )
-        sizes = (
-            self.table("classes")
-            .groupBy("class_id")
-            .agg(F.count("*").alias("weight"))
-            .join(self.page_keys().withColumnRenamed("doc_id", "class_id"), "class_id")
-        )
+        sizes = self._class_nodes(self.table("classes"))
         # Both sides are read back from Parquet: cogrouping two plans that share the
         # components' lineage trips Spark's self-join ambiguity check.
         nodes = self.save(

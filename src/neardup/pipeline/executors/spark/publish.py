@@ -21,8 +21,9 @@ no chain moves.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -82,16 +83,25 @@ LEFT JOIN target AS t ON t.url_key = k.dst_url
 """
 
 
-def _sorted_write(df: Any, path: Path, order: list[Any], columns: list[Any]) -> None:
+@contextlib.contextmanager
+def named_jobs(spark: Any, name: str) -> Iterator[None]:
+    """The Spark jobs started in the block carry `name` as their description: the name a
+    job has in the UI and the event log."""
+    context = spark.sparkContext
+    context.setJobDescription(name)
+    try:
+        yield
+    finally:
+        context.setJobDescription(None)
+
+
+def _sorted_write(df: Any, path: Path, order: list[Any], columns: list[str]) -> None:
     """Write `df` sorted on `order` (a global sort: range partitions, each sorted), keeping
-    `columns` (names or expressions, computed after the sort); the part files in name order
-    then hold the rows in that order."""
-    context = df.sparkSession.sparkContext
-    context.setJobDescription(f"write {path.name}")  # the jobs' name in the UI and event log
-    df.orderBy(*order).select(*columns).write.mode("overwrite").option(
-        "compression", "zstd"
-    ).parquet(str(path))
-    context.setJobDescription(None)
+    `columns`; the part files in name order then hold the rows in that order."""
+    with named_jobs(df.sparkSession, f"write {path.name}"):
+        df.orderBy(*order).select(*columns).write.mode("overwrite").option(
+            "compression", "zstd"
+        ).parquet(str(path))
     for stray in (*path.glob("_SUCCESS"), *path.glob(".*.crc")):
         stray.unlink()  # Hadoop's bookkeeping: not part of the table
 

@@ -8,7 +8,8 @@ pyarrow, one task per input, and only the rows a step needs leave the task: ever
 class representative for the band keys (`rep_key_blobs`), and the few pages of candidate
 pairs or moved clusters for the joins that compare signatures (`wanted_signatures`).
 
-Each task gets (input_idx, shift, end) rows: the input's document ids are [shift, end).
+Each task gets `RANGES_SCHEMA` rows (input_idx, shift, end): the input's document ids are
+[shift, end).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from neardup.ingest.eligibility import enough_words
 from neardup.pipeline.executors.spark.ingest import INPUT_FILE, TEXTS
 from neardup.pipeline.executors.spark.kernels import key_blob_batches
 
-RANGES_SCHEMA = pa.schema([("input_idx", pa.int32()), ("shift", pa.int64()), ("end", pa.int64())])
 WANTED_SCHEMA = pa.schema(
     [
         ("doc_id", pa.int64()),
