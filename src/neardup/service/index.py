@@ -204,6 +204,8 @@ class ServiceIndex:
         lens = np.zeros((n, dims), dtype=np.int32)
         has = np.zeros(n, dtype=bool)
         length = pages.column("length").to_numpy(zero_copy_only=False)
+        sfp = pages.column("shingle_fp").to_pylist()
+        ntok = pages.column("n_tokens").to_pylist()
         for i, (sig, dl) in enumerate(
             zip(
                 pages.column("signature").to_pylist(),
@@ -211,20 +213,18 @@ class ServiceIndex:
                 strict=True,
             )
         ):
-            if sig is not None:
-                has[i] = True
-                sigs[i] = np.frombuffer(sig, dtype="<u4")
-                if dl and len(dl) == dims:
-                    lens[i] = dl
-                else:  # a store written before the length mapping: spread evenly
-                    lens[i] = int(length[i] or 0) // dims
-        sfp = pages.column("shingle_fp").to_pylist()
-        ntok = pages.column("n_tokens").to_pylist()
-        for i, sig in enumerate(pages.column("signature").to_pylist()):
+            if sig is None:
+                continue
+            has[i] = True
+            sigs[i] = np.frombuffer(sig, dtype="<u4")
+            if dl and len(dl) == dims:
+                lens[i] = dl
+            else:  # a store written before the length mapping: spread evenly
+                lens[i] = int(length[i] or 0) // dims
             # A store written before the scan's graph: the signature stands for the set.
-            if sig is not None and sfp[i] is None:
+            if sfp[i] is None:
                 sfp[i] = fingerprint64(sig)
-            if sig is not None and ntok[i] is None:
+            if ntok[i] is None:
                 ntok[i] = int(length[i] or 0)
         table = pa.table(
             {
@@ -673,7 +673,7 @@ def _return_freed() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-# An index left open at exit is finalised like any object (DuckDB's connection included).
+# An index left open at exit is finalised like any object (its writer lock released).
 atexit.register(gc.unfreeze)
 
 
