@@ -60,6 +60,20 @@ def read_sql(name: str) -> str:
     return package_sql("store/sql", name)
 
 
+def pages_sql(pages_raw: str, sized: str, min_tokens: int) -> str:
+    """The query of the run's pages table (pages_of_run.sql) over the staged records
+    `pages_raw` and the sized assignments `sized` (table expressions, in DuckDB): one query
+    for the embedded build and the Spark engine's per-input tasks."""
+    return read_sql("pages_of_run.sql").format(
+        pages_raw=pages_raw, sized=sized, min_tokens=int(min_tokens)
+    )
+
+
+def sized_sql(assignments: str) -> str:
+    """Each row of the table expression `assignments` with its cluster's size."""
+    return read_sql("sized_assignments.sql").format(assignments=assignments).strip()
+
+
 def sql_path(path: Path) -> str:
     """An absolute path as the body of a DuckDB string literal (single quotes doubled)."""
     return path.resolve().as_posix().replace("'", "''")
@@ -191,10 +205,10 @@ def build_store(
             wat_reason=WAT_REASON,
             parquet=PARQUET_OPTIONS,
             clusters_of_pages=read_sql("clusters_of_pages.sql").format(pages="pages"),
-            pages_of_run=read_sql("pages_of_run.sql").format(
-                pages_raw=f"read_parquet('{sql_path(staging)}/pages_raw.parquet')",
-                timestamp="TIMESTAMPTZ",
-                min_tokens=settings.min_tokens,
+            pages_of_run=pages_sql(
+                f"read_parquet('{sql_path(staging)}/pages_raw.parquet')",
+                f"({sized_sql('assignments')})",
+                settings.min_tokens,
             ),
         )
         con.execute(sql)

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import neardup.pipeline.executors.spark.ingest as spark_ingest
 from neardup.config import Settings
-from neardup.pipeline.executors.spark.ingest import (
-    INGEST_TABLES,
-    INPUT_FILE,
+from neardup.pipeline.executors.spark.ingest import INGEST_TABLES, INPUT_FILE, ingest_input
+from neardup.pipeline.executors.spark.run_parts import (
     RUN_PART,
-    ingest_input,
-    publish_input,
+    SIZED,
+    SIZED_SCHEMA,
+    write_pages_part,
+    write_text_parts,
 )
 
 
@@ -68,7 +70,7 @@ def test_run_parts_hold_every_text_row_in_document_order(tmp_path):
     assert counts == [1200, 700]  # one record per non-blank line
     shifts = [0, counts[0]]
     for idx, shift in enumerate(shifts):
-        publish_input(idx, shift, work, staging, settings.num_perm)
+        write_text_parts(idx, shift, work, staging, settings.num_perm)
     parts = sorted((staging / "page_text.parquet").glob("*.parquet"))
     assert [p.name for p in parts] == [RUN_PART.format(0), RUN_PART.format(1)]
     ids = [i for p in parts for i in pq.read_table(p).column("doc_id").to_pylist()]
@@ -84,3 +86,59 @@ def test_run_parts_hold_every_text_row_in_document_order(tmp_path):
     assert min(v for row in minhash.to_pylist()[:5] for v in row) >= 0  # widened uint32
     texts = pq.read_table(work / "ingest_texts" / INPUT_FILE.format(1))
     assert texts.column("doc_id").to_pylist()[:3] == [0, 1, 2]  # task-local ids in the work file
+
+
+def test_pages_parts_join_records_sketches_and_the_inputs_sized_rows(tmp_path):
+    """Each input's pages part: every record once with its global id, in order, its sketch
+    figures, and the cluster columns of the sized assignment rows dealt to its input (a
+    cluster across the two inputs) or, for the other eligible pages, their own; the skipped
+    records counted by reason."""
+    settings = Settings()
+    work, staging = tmp_path / "work", tmp_path / "staging"
+    src0 = _jsonl(tmp_path / "in0.jsonl", 30, 0)
+    with open(src0, "a", encoding="utf-8") as out:  # a record without text: skipped
+        out.write(json.dumps({"url": "https://site.test/empty", "text": ""}) + "\n")
+    n0, _ = ingest_input(0, str(src0), None, settings, None, work)
+    n1, _ = ingest_input(
+        1, str(_jsonl(tmp_path / "in1.jsonl", 20, 100)), None, settings, None, work
+    )
+    assert (n0, n1) == (31, 20)
+    # doc 5 (input 0) and doc 40 (input 1, its 10th record) in one cluster led by doc 5
+    rows = {
+        0: [(5, 5, 5, 5, 5, 1.0, 2), (6, 6, 6, 6, 6, 1.0, 1)],
+        1: [(40, 5, 5, 40, 40, 0.95, 2)],
+    }
+    for idx, part in rows.items():
+        folder = work / SIZED / f"input_idx={idx}"
+        folder.mkdir(parents=True)
+        columns = list(zip(*part, strict=True))
+        table = pa.Table.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(columns, SIZED_SCHEMA, strict=True)],
+            schema=SIZED_SCHEMA,
+        )
+        pq.write_table(table, folder / "part-0.parquet")
+    skipped = [
+        write_pages_part(idx, shift, work, staging, settings.min_tokens)
+        for idx, shift in ((0, 0), (1, n0))
+    ]
+    parts = sorted((staging / "pages.parquet").glob("*.parquet"))
+    assert [p.name for p in parts] == [RUN_PART.format(0), RUN_PART.format(1)]
+    pages = [r for p in parts for r in pq.read_table(p).to_pylist()]
+    assert [r["doc_id"] for r in pages] == list(range(n0 + n1))
+    by_id = {r["doc_id"]: r for r in pages}
+    assert by_id[40]["url"] == "https://site.test/p109"
+    assert (by_id[40]["cluster_id"], by_id[40]["cluster_size"]) == (5, 2)
+    assert by_id[40]["is_representative"] is False and by_id[5]["is_representative"] is True
+    assert by_id[40]["similarity_to_representative"] == pytest.approx(0.95)
+    assert by_id[6]["cluster_size"] == 1
+    # an eligible page without a sized row gets its own: alone, resemblance 1
+    own = by_id[7]
+    assert (own["cluster_id"], own["component_id"], own["identical_id"]) == (7, 7, 7)
+    assert (own["class_id"], own["cluster_size"], own["is_representative"]) == (7, 1, True)
+    assert own["similarity_to_representative"] == 1.0
+    assert by_id[7]["n_tokens"] == 60  # the sketch figures of the input's texts file
+    assert by_id[30]["url"] == "https://site.test/empty" and by_id[30]["skipped_reason"]
+    reasons = [r["skipped_reason"].split(":")[0] for r in pages if r["skipped_reason"]]
+    assert sum(sum(s.values()) for s in skipped) == len(reasons) >= 1
+    assert skipped == [{"empty text": 1}, {}]
+    assert by_id[30]["cluster_id"] is None  # not eligible: no row of its own

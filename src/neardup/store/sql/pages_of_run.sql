@@ -1,13 +1,8 @@
 -- The run's pages table: one row per input record, its sketch figures, its cluster and, for a
--- page without one, why. Read by build.sql (embedded) and by the Spark engine's publish step,
--- so both write the same table. The dialects differ in three words, given as placeholders:
--- {pages_raw} (the staged records) and {timestamp} (the type of fetched_at).
--- Cluster sizes ride on the assignment rows (a window), so the pages meet one table on
--- doc_id: a distributed engine then moves the wide page rows once for the joins, where a
--- join on cluster_id after the join on doc_id moved them again.
-WITH sized AS (
-    SELECT *, count(*) OVER (PARTITION BY cluster_id) AS cluster_size FROM assignments
-)
+-- page without one, why. Read by build.sql (embedded) and, input by input, by the Spark
+-- engine's per-input tasks (`spark/run_parts.py`), so both engines write it with this SQL in
+-- DuckDB. Its placeholders are the staged records, the assignments with their cluster sizes
+-- (sized_assignments.sql) and the minimum word count; `sketches` is a table.
 SELECT
     p.doc_id,
     p.url,
@@ -16,7 +11,7 @@ SELECT
     p.content_type,
     p.format,
     p.title,
-    TRY_CAST(p.fetched_at AS {timestamp}) AS fetched_at,
+    TRY_CAST(p.fetched_at AS TIMESTAMPTZ) AS fetched_at,
     p.payload_digest,
     p.redirect_to,
     p.ip,
@@ -54,4 +49,4 @@ SELECT
     ) AS skipped_reason
 FROM {pages_raw} AS p
 LEFT JOIN sketches AS s ON s.doc_id = p.doc_id
-LEFT JOIN sized AS a ON a.doc_id = p.doc_id
+LEFT JOIN {sized} AS a ON a.doc_id = p.doc_id

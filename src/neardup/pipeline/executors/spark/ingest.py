@@ -13,11 +13,12 @@ Why a task writes its own Parquet files (`pyarrow`, one file per input and table
 handing rows to Spark's writer: the page text is the bulk of every table, and every hop it
 takes costs; through Spark it went Python -> Arrow -> JVM rows -> Parquet, and then had to be
 sorted globally (a shuffle of all the text) to be written in document order for the run. A
-file per input already holds its rows in record order, so the run's `page_text` and
-`sketches` are written from them input by input (`publish_input`), ids shifted, part files
-named in input order: document order without a sort. The sketch is computed here too, while
-the text is in memory, instead of reading all the text again in a separate job; the stage
-order stays the shared one (ingest, then sketch), Spark simply runs the two in one task.
+file per input already holds its rows in record order, so the run's `page_text`,
+`sketches` and `pages` are written from them input by input (`spark/run_parts.py`), ids
+shifted, part files named in input order: document order without a sort. The sketch is
+computed here too, while the text is in memory, instead of reading all the text again in a
+separate job; the stage order stays the shared one (ingest, then sketch), Spark simply runs
+the two in one task.
 
 A task writes each file under a temporary name and renames it when the input is done, so a
 retried or speculative task leaves one whole file per input.
@@ -54,7 +55,6 @@ TEXTS = "ingest_texts"  # the text rows with their sketch and page key
 LINKS = "ingest_links"  # one row per link, in page order
 INGEST_TABLES = (RECORDS, TEXTS, LINKS)
 INPUT_FILE = "input-{:05d}.parquet"
-RUN_PART = "part-{:05d}.parquet"  # the run's part files: name order is input order
 
 _INPUT_IDX = pa.field("input_idx", pa.int32())
 RECORDS_SCHEMA = PAGES_RAW_SCHEMA.append(_INPUT_IDX)
@@ -98,7 +98,7 @@ INPUTS_SCHEMA = "input_idx int, path string, content binary"
 TEXT_ROWS = 8192
 RECORD_ROWS = 65536
 COMPRESSION = "zstd"  # measured against snappy and lz4 on web text: as fast, a third smaller
-# The work file of the texts is read once, by `publish_input`, and removed with the work
+# The work file of the texts is read once, by `run_parts`, and removed with the work
 # folder: its text is stored plain (zstd cost 0.21 CPU-s per 85 MB of web text, plain 0.03).
 # No dictionary for text, sketches or keys (all distinct values): the attempt, abandoned
 # after a page, made the column 5x slower to read (0.43 against 0.08 s for the same 85 MB).
@@ -305,57 +305,6 @@ def ingest_partition(
             summary = {"input_idx": row["input_idx"], "records": count}
             summary["formats"] = json.dumps(dict(formats))
             yield pa.RecordBatch.from_pylist([summary], schema=SUMMARY_SCHEMA)
-
-
-def run_schemas(num_perm: int) -> tuple[pa.Schema, pa.Schema]:
-    """The schemas of the run's `page_text` and `sketches` part files: the embedded
-    export's (the min-hash values widened to int64, a fixed-size list, as `store.run`
-    writes them)."""
-    text = pa.schema([pa.field("doc_id", pa.int64()), pa.field("text", pa.string())])
-    sketch = pa.schema(
-        [
-            pa.field("doc_id", pa.int64()),
-            *SKETCH_FIELDS[:4],
-            pa.field("minhash", pa.list_(pa.int64(), num_perm)),
-        ]
-    )
-    return text, sketch
-
-
-def publish_input(input_idx: int, shift: int, work: Path, staging: Path, num_perm: int) -> None:
-    """The run's `page_text` and `sketches` rows of one input, ids shifted by `shift`, as
-    that input's part files (`RUN_PART`), streamed row group by row group (an input without
-    text gets empty files: a run's table is never a folder without a file)."""
-    source = pq.ParquetFile(work / TEXTS / INPUT_FILE.format(input_idx))
-    name = RUN_PART.format(input_idx)
-    outputs = []
-    for table, schema in zip(("page_text", "sketches"), run_schemas(num_perm), strict=True):
-        folder = staging / f"{table}.parquet"
-        folder.mkdir(parents=True, exist_ok=True)
-        outputs.append(
-            _TableFile(folder, input_idx, schema, TEXT_ROWS, name=name, use_dictionary=False)
-        )
-    text_out, sketch_out = outputs
-    with _committed(outputs):
-        for batch in source.iter_batches(batch_size=TEXT_ROWS):
-            doc_id = pa.array(np.asarray(batch.column("doc_id"), dtype=np.int64) + shift)
-            values = np.asarray(batch.column("minhash").values, dtype=np.int32)
-            widened = values.view(np.uint32).astype(np.int64)
-            minhash = pa.FixedSizeListArray.from_arrays(pa.array(widened), num_perm)
-            text_out.write_rows([doc_id, batch.column("text")])
-            sketch_out.write_rows(
-                [doc_id, *(batch.column(f.name) for f in SKETCH_FIELDS[:4]), minhash]
-            )
-
-
-def publish_partition(
-    batches: Iterator[pa.RecordBatch], work: str, staging: str, num_perm: int
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body over RANGES_SCHEMA rows: `publish_input` for each, its row back."""
-    for batch in batches:
-        for row in batch.to_pylist():
-            publish_input(row["input_idx"], row["shift"], Path(work), Path(staging), num_perm)
-            yield pa.RecordBatch.from_pylist([row], schema=RANGES_SCHEMA)
 
 
 def inputs_frame(spark: Any, inputs: list[str]) -> Any:

@@ -45,7 +45,6 @@ from neardup.pipeline.executors.spark.ingest import (
     TEXTS,
     ingest_partition,
     inputs_frame,
-    publish_partition,
 )
 from neardup.pipeline.executors.spark.kernels import (
     BUCKET_PAIRS_SCHEMA,
@@ -56,8 +55,15 @@ from neardup.pipeline.executors.spark.kernels import (
     cluster_component,
     representative_batches,
     verify_batches,
+    with_input_idx,
 )
 from neardup.pipeline.executors.spark.publish import named_jobs, publish_tables
+from neardup.pipeline.executors.spark.run_parts import (
+    PARTS_SCHEMA,
+    SIZED,
+    SIZED_SCHEMA,
+    run_parts_partition,
+)
 from neardup.pipeline.executors.spark.signatures import (
     WANTED_SCHEMA,
     rep_key_blobs,
@@ -66,6 +72,7 @@ from neardup.pipeline.executors.spark.signatures import (
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
+from neardup.store.run import sized_sql
 
 SPARK_METHODS = ("minhash", "supershingles")
 # The largest verified graph (edges between class representatives) clustered on the driver;
@@ -146,7 +153,6 @@ class SparkJobs:
         # (input index, its first doc id: the records of the inputs before it, the next
         # input's first), set by the ingest stage
         self.ranges: list[tuple[int, int, int]] = []
-        self._text_tables: Any = None  # the job writing the run's page_text and sketches
         work.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -211,8 +217,7 @@ class SparkJobs:
 
     def ingest(self, outcome: StagesOutcome) -> None:
         """Each input read, extracted and sketched by one task that writes its own files
-        (`spark/ingest.py`); then the ids' shifts, and the run's `page_text` and `sketches`
-        written input by input from those files, ids shifted, in document order."""
+        (`spark/ingest.py`); then the ids' shifts: the records of the inputs before each."""
         self.current_stage = "ingest"
         settings, base_url, work = self.settings, self.base_url, str(self.work)
         summary = (
@@ -227,13 +232,6 @@ class SparkJobs:
         for row in sorted(summary, key=lambda r: r["input_idx"]):
             self.ranges.append((row["input_idx"], total, total + row["records"]))
             total += row["records"]
-        staging, num_perm = str(self.staging), settings.num_perm
-        text_tables = self._per_input(
-            lambda it: publish_partition(it, work, staging, num_perm), RANGES_SCHEMA
-        )
-        # Nothing reads the run's page_text and sketches before the tables stage, which
-        # writes them beside its other tables (`publish`).
-        self._text_tables = text_tables
         outcome.records = total
         outcome.formats = Counter()
         for row in summary:
@@ -476,24 +474,38 @@ class SparkJobs:
         identical.createOrReplaceTempView("identical")
 
     def _assign(self) -> None:
-        """Every eligible page's row of `assignments`, from the views the clustering left.
-        A page that represents its own cluster (most pages) has resemblance 1 to its
-        representative; only the others meet the signatures, theirs and their
-        representative's, for the estimate."""
+        """The rows of `assignments` that are not a page's own (`SIZED`, with cluster sizes,
+        dealt by input), from the views the clustering left. A page that represents its
+        own cluster has resemblance 1 to its representative; only the others meet the
+        signatures, theirs and their representative's, for the estimate."""
         settings = self.settings
         spark = self.spark
-        assigned = spark.sql(
-            """
+        # Only the pages of a class of several pages or of a class that is a node of the
+        # graph: every other eligible page is alone in its cluster, component, identical
+        # group and class, and the task that writes its input's pages gives it that row
+        # (`spark/run_parts.py`), so most pages never cross this job.
+        # Saved: three plans read it (the pages that moved, their own rows, the others).
+        assigned = self.save(
+            spark.sql(
+                """
+            WITH shared AS (
+                SELECT class_id FROM classes WHERE class_id <> doc_id
+                UNION
+                SELECT doc_id AS class_id FROM components
+            )
             SELECT c.doc_id,
                 coalesce(r.cluster_doc, c.class_id) AS cluster_id,
                 coalesce(m.component, c.class_id) AS component_id,
                 coalesce(i.component, c.class_id) AS identical_id,
                 c.class_id
             FROM classes AS c
+            LEFT SEMI JOIN shared AS s ON s.class_id = c.class_id
             LEFT JOIN cluster_of_rep AS r ON r.doc_id = c.class_id
             LEFT JOIN components AS m ON m.doc_id = c.class_id
             LEFT JOIN identical AS i ON i.doc_id = c.class_id
             """
+            ),
+            "assigned",
         )
         assigned.createOrReplaceTempView("assigned")
         moved = assigned.where("cluster_id <> doc_id")
@@ -514,21 +526,31 @@ class SparkJobs:
             WHERE a.cluster_id <> a.doc_id
             """
         ).mapInArrow(lambda it: representative_batches(it, settings), _spark_schema(ASSIGN_SCHEMA))
-        self.save(own.select(*ASSIGN_SCHEMA.names).unionByName(others), "assignments")
+        own.select(*ASSIGN_SCHEMA.names).unionByName(others).createOrReplaceTempView("assignments")
+        # Sized (the pages table's cluster sizes) and dealt by input: the task that writes an
+        # input's pages reads its folder (`spark/run_parts.py`).
+        firsts = np.array([first for _, first, _ in self.ranges], dtype=np.int64)
+        inputs = np.array([idx for idx, _, _ in self.ranges], dtype=np.int32)
+        schema = SIZED_SCHEMA.append(pa.field("input_idx", pa.int32()))
+        sized = spark.sql(sized_sql("assignments")).mapInArrow(
+            lambda it: with_input_idx(it, firsts, inputs), _spark_schema(schema)
+        )
+        with named_jobs(spark, f"save {SIZED}"):
+            sized.repartition("input_idx").write.mode("overwrite").partitionBy("input_idx").parquet(
+                str(self.work / SIZED)
+            )
 
     def publish(self) -> dict[str, Any]:
         """Write the run's tables into the staging folder as datasets, from the executors
-        (`spark/publish.py`); return the summary's figures. The work folder's
+        (`spark/publish.py`; each input's pages, text and sketches by one task,
+        `spark/run_parts.py`); return the summary's figures. The work folder's
         intermediate tables are removed when they lie in the staging folder."""
-        text_tables = self._text_tables
-        figures = publish_tables(
-            self.spark,
-            self.table,
-            self.save,
-            self.staging,
-            self.settings.min_tokens,
-            text_tables=text_tables.collect if text_tables is not None else None,
+        work, staging = str(self.work), str(self.staging)
+        num_perm, min_tokens = self.settings.num_perm, self.settings.min_tokens
+        parts = self._per_input(
+            lambda it: run_parts_partition(it, work, staging, num_perm, min_tokens), PARTS_SCHEMA
         )
+        figures = publish_tables(self.spark, self.table, self.save, self.staging, parts.collect)
         if self.work.is_relative_to(self.staging):
             shutil.rmtree(self.work)
         return figures

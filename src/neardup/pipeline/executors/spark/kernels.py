@@ -93,6 +93,18 @@ def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterat
         )
 
 
+def with_input_idx(
+    batches: Iterator[pa.RecordBatch], firsts: np.ndarray, inputs: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    """Each row (a `doc_id` column) with the input it comes from: `firsts` are the inputs'
+    first document ids in input order (ascending), `inputs` their indexes; an input
+    without records owns no id, since the next one starts at the same id."""
+    for batch in batches:
+        doc = np.asarray(batch.column("doc_id"), dtype=np.int64)
+        where = np.searchsorted(firsts, doc, side="right") - 1
+        yield batch.append_column("input_idx", pa.array(inputs[where], pa.int32()))
+
+
 def key_parts(tbl: np.ndarray, key: np.ndarray, parts: int) -> np.ndarray:
     """The part of each bucket key, a hash of (table, key) (splitmix64's finaliser): every
     row of one bucket gets one part."""

@@ -1,17 +1,20 @@
 """The run's tables, written by the executors as Parquet datasets: nothing through the driver.
 
 Where the embedded engine's store build reads its staging files into DuckDB on one machine,
-the Spark engine computes the same tables as Spark jobs (the SQL of `store/sql/build.sql`,
-ported where Spark SQL differs) and writes each one as a folder of part files in the run's
-staging folder: `pages.parquet/`, `page_text.parquet/`, `links.parquet/`, `pairs.parquet/`,
-`clusters.parquet/`, `containment.parquet/` and `sketches.parquet/`. The run directory admits
-such datasets (`neardup.store.run`: DuckDB views over the folders), so every command reads
-them where they lie. The driver only collects the summary's figures, a few numbers computed
-by Spark from `store/sql/summary.sql` and `skipped.sql`.
+the Spark engine writes the same tables from the executors, each as a folder of part files
+in the run's staging folder: `pages.parquet/`, `page_text.parquet/`, `links.parquet/`,
+`pairs.parquet/`, `clusters.parquet/`, `containment.parquet/` and `sketches.parquet/`. The
+run directory admits such datasets (`neardup.store.run`: DuckDB views over the folders), so
+every command reads them where they lie. The driver only collects the summary's figures,
+a few numbers computed by Spark from `store/sql/summary.sql`, and the skipped records by
+reason each input's task counted (`skipped.sql`).
 
-Each table is range-partitioned and sorted on the embedded export's order, so the part files,
-read in name order, hold the rows in the order the embedded engine writes them, and a
-`doc_id` lookup is pruned by the row groups' statistics as in an embedded run.
+The tables in document order (`pages`, `page_text`, `sketches`) are written by one task per
+input, in DuckDB with the embedded build's SQL for the pages (`spark/run_parts.py`); the
+others are Spark jobs (the SQL of `store/sql/build.sql`, ported where Spark SQL differs),
+range-partitioned and sorted on the embedded export's order. Either way the part files, read
+in name order, hold the rows in the order the embedded engine writes them, and a `doc_id`
+lookup is pruned by the row groups' statistics as in an embedded run.
 
 The links are resolved as `build.sql` does (the latest fetch of a URL, redirects followed up
 to 10 hops, a WAT record's links credited to its page), with the recursive walk unrolled
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -141,22 +145,17 @@ def publish_tables(
     table: Any,
     save: Any,
     staging: Path,
-    min_tokens: int,
-    text_tables: Callable[[], Any] | None = None,
+    run_parts: Callable[[], list[Any]],
 ) -> dict[str, Any]:
     """Write the run's tables into `staging` as datasets and the summary's figures as
     `FIGURES_NAME`; return the figures. `table(name)` reads a work table, `save(df, name)`
-    checkpoints one; `text_tables()`, when given, runs the job that writes `page_text` and
-    `sketches` (the ingest stage prepared it), beside the others."""
+    checkpoints one; `run_parts()` runs the job that writes each input's `pages`,
+    `page_text` and `sketches` (`spark/run_parts.py`) and returns its rows, one an input
+    with its skipped records by reason."""
     from pyspark.sql import functions as F
 
-    # `fetched_at` as Parquet's microsecond UTC timestamp, the embedded store's type (Spark
-    # would write the legacy INT96 nanoseconds).
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    for name in ("pages_raw", "assignments", "links"):
+    for name in ("pages_raw", "links"):
         table(name).createOrReplaceTempView(name)
-    sketches = table("sketches")
-    sketches.createOrReplaceTempView("sketches")
 
     def write_pairs() -> None:
         pairs = table("pairs")
@@ -168,10 +167,11 @@ def publish_tables(
         order = [F.col("src_doc"), F.col("from_wat"), F.col("row_doc"), F.col("pos")]
         _sorted_write(links, staging / "links.parquet", order, ["src_doc", "dst_url", "dst_doc"])
 
-    # `pairs`, `links` and the text tables do not depend on `pages` and `clusters`: their
-    # jobs run beside them (driver threads), filling the gaps the driver leaves between jobs.
+    # `pairs` and `links` do not depend on the pages: their jobs run beside them (driver
+    # threads), filling the gaps the driver leaves between jobs.
     group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="neardup-tables") as pool:
+    skipped: Counter[str] = Counter()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="neardup-tables") as pool:
 
         def beside(write: Any) -> Future[None]:
             def run() -> None:
@@ -182,16 +182,9 @@ def publish_tables(
             return pool.submit(run)
 
         beside_done = [beside(write_pairs), beside(write_links)]
-        if text_tables is not None:
-            beside_done.append(beside(text_tables))
-        pages = spark.sql(
-            read_sql("pages_of_run.sql").format(
-                pages_raw="pages_raw",
-                timestamp="TIMESTAMP",
-                min_tokens=int(min_tokens),
-            )
-        )
-        _sorted_write(pages, staging / "pages.parquet", _order("pages"), pages.columns)
+        with named_jobs(spark, "write pages, page_text, sketches"):
+            for row in run_parts():
+                skipped.update(json.loads(row["skipped"]))
         run_pages = spark.read.parquet(str(staging / "pages.parquet"))
         run_pages.createOrReplaceTempView("run_pages")
         clusters = spark.sql(read_sql("clusters_of_pages.sql").format(pages="run_pages"))
@@ -200,30 +193,23 @@ def publish_tables(
         run_clusters.createOrReplaceTempView("run_clusters")
         for done in beside_done:
             done.result()
-    # `page_text.parquet` and `sketches.parquet` are written input by input from the ingest
-    # tasks' files (`spark.ingest.publish_input`), already in document order.
 
     folder = staging / "containment.parquet"
     folder.mkdir(exist_ok=True)  # the Spark engine computes no containment: an empty table
     pq.write_table(CONTAINMENT_SCHEMA.empty_table(), folder / "part-00000.parquet")
 
     figures = _figures(spark)
+    # skipped.sql's order: most records first, then the reason
+    ordered = sorted(skipped.items(), key=lambda item: (-item[1], item[0]))
+    figures["skipped_by_reason"] = dict(ordered)
     (staging / FIGURES_NAME).write_text(json.dumps(figures) + "\n", encoding="utf-8")
     return figures
 
 
 def _figures(spark: Any) -> dict[str, Any]:
-    """The summary's figures and the skips by reason, computed by Spark over the tables
-    just written, with the store's own SQL (`summary.sql`, `skipped.sql`)."""
-
-    def on_run(sql: str) -> str:
-        body = sql.strip().rstrip(";")
-        return body.replace("FROM pages", "FROM run_pages").replace(
-            "FROM clusters", "FROM run_clusters"
-        )
-
-    row = spark.sql(on_run(read_sql("summary.sql"))).collect()[0].asDict()
-    skipped = spark.sql(on_run(read_sql("skipped.sql"))).collect()
-    figures = {k: (int(v) if v is not None else 0) for k, v in row.items()}
-    figures["skipped_by_reason"] = {r["reason"]: int(r["records"]) for r in skipped}
-    return figures
+    """The summary's figures, computed by Spark over the tables just written, with the
+    store's own SQL (`summary.sql`)."""
+    body = read_sql("summary.sql").strip().rstrip(";")
+    sql = body.replace("FROM pages", "FROM run_pages").replace("FROM clusters", "FROM run_clusters")
+    row = spark.sql(sql).collect()[0].asDict()
+    return {k: (int(v) if v is not None else 0) for k, v in row.items()}

@@ -1,0 +1,162 @@
+"""The run's per-input tables on Spark: each input's `pages`, `page_text` and `sketches`
+part files written by one task from the ingest tasks' files.
+
+Why per input: the three tables are in document order, and an input's documents are one
+range of ids ([shift, end)), so a task per input writes its part of each, named by the
+input's index (`RUN_PART`), and the part files in name order hold the rows in document
+order: no global sort, and the wide rows (the page text, the records) never cross Spark's
+rows or a shuffle. The pages are the embedded build's own query (`store.run.pages_sql`, in
+DuckDB inside the task) over the input's records, its sketch figures and its sized
+assignments, which the cluster stage wrote partitioned by input (`SIZED`); so both engines
+write the pages table with one SQL.
+
+A task writes each file under a temporary name and renames it when the input is done, so a
+retried or speculative task leaves one whole file per input and table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from neardup.ingest.eligibility import enough_words_sql
+from neardup.pipeline.executors.spark.ingest import (
+    INPUT_FILE,
+    RECORDS,
+    SKETCH_FIELDS,
+    TEXT_ROWS,
+    TEXTS,
+    _committed,
+    _TableFile,
+)
+from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
+from neardup.store.run import PARQUET_OPTIONS, pages_sql, read_sql, sql_path
+
+RUN_PART = "part-{:05d}.parquet"  # the run's part files: name order is input order
+# The sized assignments (sized_assignments.sql) of the pages whose row is not their own
+# (`own_rows`), one folder per input: `input_idx=K/`.
+SIZED = "sized_assignments"
+SIZED_SCHEMA = ASSIGN_SCHEMA.append(pa.field("cluster_size", pa.int64()))
+# What a task returns: its input, and its pages' skipped records by reason (skipped.sql).
+PARTS_SCHEMA = pa.schema([pa.field("input_idx", pa.int32()), pa.field("skipped", pa.string())])
+
+
+def run_schemas(num_perm: int) -> tuple[pa.Schema, pa.Schema]:
+    """The schemas of the run's `page_text` and `sketches` part files: the embedded
+    export's (the min-hash values widened to int64, a fixed-size list, as `store.run`
+    writes them)."""
+    text = pa.schema([pa.field("doc_id", pa.int64()), pa.field("text", pa.string())])
+    sketch = pa.schema(
+        [
+            pa.field("doc_id", pa.int64()),
+            *SKETCH_FIELDS[:4],
+            pa.field("minhash", pa.list_(pa.int64(), num_perm)),
+        ]
+    )
+    return text, sketch
+
+
+def write_text_parts(input_idx: int, shift: int, work: Path, staging: Path, num_perm: int) -> None:
+    """The run's `page_text` and `sketches` rows of one input, ids shifted by `shift`, as
+    that input's part files, streamed row group by row group (an input without text gets
+    empty files: a run's table is never a folder without a file)."""
+    source = pq.ParquetFile(work / TEXTS / INPUT_FILE.format(input_idx))
+    name = RUN_PART.format(input_idx)
+    outputs = []
+    for table, schema in zip(("page_text", "sketches"), run_schemas(num_perm), strict=True):
+        folder = staging / f"{table}.parquet"
+        folder.mkdir(parents=True, exist_ok=True)
+        outputs.append(
+            _TableFile(folder, input_idx, schema, TEXT_ROWS, name=name, use_dictionary=False)
+        )
+    text_out, sketch_out = outputs
+    with _committed(outputs):
+        for batch in source.iter_batches(batch_size=TEXT_ROWS):
+            doc_id = pa.array(np.asarray(batch.column("doc_id"), dtype=np.int64) + shift)
+            values = np.asarray(batch.column("minhash").values, dtype=np.int32)
+            widened = values.view(np.uint32).astype(np.int64)
+            minhash = pa.FixedSizeListArray.from_arrays(pa.array(widened), num_perm)
+            text_out.write_rows([doc_id, batch.column("text")])
+            sketch_out.write_rows(
+                [doc_id, *(batch.column(f.name) for f in SKETCH_FIELDS[:4]), minhash]
+            )
+
+
+def own_rows(min_tokens: int) -> str:
+    """The sized assignment rows of an input's task (DuckDB): the rows the cluster stage
+    wrote (`sized`), and for every other eligible page (the scan's rule,
+    `enough_words_sql`) its own row: alone in its cluster, component, identical group and
+    class, resemblance 1, as the embedded clustering writes it."""
+    return f"""
+        SELECT * FROM sized
+        UNION ALL
+        SELECT doc_id, doc_id, doc_id, doc_id, doc_id, CAST(1.0 AS FLOAT), CAST(1 AS BIGINT)
+        FROM sketches
+        WHERE {enough_words_sql(min_tokens)} AND doc_id NOT IN (SELECT doc_id FROM sized)
+    """
+
+
+def write_pages_part(
+    input_idx: int, shift: int, work: Path, staging: Path, min_tokens: int
+) -> dict[str, int]:
+    """The run's `pages` rows of one input (pages_of_run.sql in DuckDB over the input's
+    records, sketch figures and sized assignments, `own_rows`, ids shifted by `shift`) as
+    its part file; its skipped records by reason (skipped.sql over the part)."""
+    import duckdb
+
+    records = sql_path(work / RECORDS / INPUT_FILE.format(input_idx))
+    texts = sql_path(work / TEXTS / INPUT_FILE.format(input_idx))
+    folder = staging / "pages.parquet"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / RUN_PART.format(input_idx)
+    tmp = folder / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads = 1")  # one task per core: Spark runs them side by side
+        sized_files = sorted((work / SIZED / f"input_idx={input_idx}").glob("*.parquet"))
+        sized = SIZED_SCHEMA.empty_table()
+        if sized_files:
+            sized = pq.read_table(sized_files, schema=SIZED_SCHEMA)
+        con.register("sized", sized)
+        con.execute(
+            f"CREATE VIEW sketches AS SELECT doc_id + {int(shift)} AS doc_id, lexical_fp, "
+            f"shingle_fp, n_tokens, n_shingles FROM read_parquet('{texts}')"
+        )
+        pages_raw = (
+            f"(SELECT * EXCLUDE (input_idx) REPLACE (doc_id + {int(shift)} AS doc_id) "
+            f"FROM read_parquet('{records}'))"
+        )
+        query = pages_sql(pages_raw, f"({own_rows(min_tokens)})", min_tokens)
+        con.execute(f"COPY ({query} ORDER BY p.doc_id) TO '{sql_path(tmp)}' ({PARQUET_OPTIONS})")
+        part = f"FROM read_parquet('{sql_path(tmp)}')"
+        skipped = read_sql("skipped.sql").strip().rstrip(";").replace("FROM pages", part)
+        counts = {str(r): int(n) for r, n in con.execute(skipped).fetchall()}
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        con.close()
+    return counts
+
+
+def run_parts_partition(
+    batches: Iterator[pa.RecordBatch], work: str, staging: str, num_perm: int, min_tokens: int
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over RANGES_SCHEMA rows: each input's text, sketch and page part
+    files; a row each with its skipped records by reason (a JSON object)."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            idx, shift = row["input_idx"], row["shift"]
+            write_text_parts(idx, shift, Path(work), Path(staging), num_perm)
+            skipped = write_pages_part(idx, shift, Path(work), Path(staging), min_tokens)
+            yield pa.RecordBatch.from_pylist(
+                [{"input_idx": idx, "skipped": json.dumps(skipped)}], schema=PARTS_SCHEMA
+            )
