@@ -116,3 +116,20 @@ def test_graph_clustered_on_the_driver_or_the_executors(
     assert spark_run.summary["verified_pairs"] > 0
     identical = pq.read_table(spark_run.path / "pages.parquet").column("identical_id")
     assert len(set(identical.drop_null().to_pylist())) < identical.drop_null().length()
+
+
+def test_text_corpus_without_links_gives_identical_tables(spark, tmp_path):  # noqa: F811
+    """JSONL shards carry no links: the Spark run writes the empty links table without
+    resolving any URL, and every table is still the embedded engine's, row for row."""
+    from neardup.synth.webtext import write_webtext
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(2):
+        write_webtext(shards / f"part-{i}.jsonl", 1500, first=i * 10_000)
+    embedded = neardup.scan([str(shards)], tmp_path / "embedded", workers=1)
+    spark_run = neardup.scan([str(shards)], tmp_path / "spark", engine="spark")
+    assert_same_run(embedded.path, spark_run.path)
+    assert pq.read_table(spark_run.path / "links.parquet").num_rows == 0
+    assert pq.read_table(spark_run.path / "clusters.parquet").num_rows > 0
+    assert spark_run.summary["records"] == embedded.summary["records"] == 3000

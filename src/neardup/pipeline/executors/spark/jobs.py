@@ -550,7 +550,9 @@ class SparkJobs:
         parts = self._per_input(
             lambda it: run_parts_partition(it, work, staging, num_perm, min_tokens), PARTS_SCHEMA
         )
-        figures = publish_tables(self.spark, self.table, self.save, self.staging, parts.collect)
+        figures = publish_tables(
+            self.spark, self.table, self.save, self.staging, parts.collect, self.rows(LINKS)
+        )
         if self.work.is_relative_to(self.staging):
             shutil.rmtree(self.work)
         return figures

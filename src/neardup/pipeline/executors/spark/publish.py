@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.ingest.commoncrawl import WAT_REASON
@@ -41,6 +42,9 @@ from neardup.store.run import FIGURES_NAME, ORDER_BY, read_sql
 # The record types a link target can resolve to (never a request or metadata record).
 _NOT_TARGETS = "'request', 'metadata', 'warcinfo', 'revisit', 'unknown', 'continuation'"
 MAX_HOPS = 10
+RUN_LINKS_SCHEMA = pa.schema(
+    [("src_doc", pa.int64()), ("dst_url", pa.string()), ("dst_doc", pa.int64())]
+)
 
 LATEST_SQL = f"""
 SELECT url_key, doc_id, next_key FROM (
@@ -146,12 +150,14 @@ def publish_tables(
     save: Any,
     staging: Path,
     run_parts: Callable[[], list[Any]],
+    link_rows: int,
 ) -> dict[str, Any]:
     """Write the run's tables into `staging` as datasets and the summary's figures as
     `FIGURES_NAME`; return the figures. `table(name)` reads a work table, `save(df, name)`
     checkpoints one; `run_parts()` runs the job that writes each input's `pages`,
     `page_text` and `sketches` (`spark/run_parts.py`) and returns its rows, one an input
-    with its skipped records by reason."""
+    with its skipped records by reason; `link_rows` is the number of links the ingest
+    found (none: the links table is empty, and nothing is resolved)."""
     from pyspark.sql import functions as F
 
     for name in ("pages_raw", "links"):
@@ -162,6 +168,11 @@ def publish_tables(
         _sorted_write(pairs, staging / "pairs.parquet", _order("pairs"), pairs.columns)
 
     def write_links() -> None:
+        if not link_rows:  # a crawl without links (JSONL, WET): no URL to resolve
+            folder = staging / "links.parquet"
+            folder.mkdir(parents=True, exist_ok=True)
+            pq.write_table(RUN_LINKS_SCHEMA.empty_table(), folder / "part-00000.parquet")
+            return
         resolve_targets(spark, save)
         links = spark.sql(LINKS_SQL)
         order = [F.col("src_doc"), F.col("from_wat"), F.col("row_doc"), F.col("pos")]
