@@ -13,8 +13,10 @@ from neardup.pipeline.executors.spark.jobs import check_settings
 from neardup.pipeline.executors.spark.kernels import (
     BUCKET_PAIRS_SCHEMA,
     bucket_blob_batches,
+    binary_rows,
     bucket_pair_batches,
     key_blob_batches,
+    matrix_of,
 )
 from neardup.pipeline.steps.near_pairs import candidate_keys
 
@@ -129,3 +131,29 @@ def test_key_blobs_give_the_embedded_candidates(tasks, partitions):
         emitted += sum(out.filter(out["doc_a"].is_null())["emitted"].to_pylist())
     assert found == expected
     assert emitted == stats.emitted
+
+
+@pytest.mark.parametrize("width", [0, 3, 128])
+def test_signatures_as_binary_values_come_back_as_the_same_matrix(width):
+    """A list column of signatures as one binary value a row and back: the same matrix,
+    after a filter and a slice (offsets into shared buffers), in chunks, and through an
+    Arrow IPC round trip (what Spark hands a Python task)."""
+    rng = np.random.default_rng(width)
+    matrix = rng.integers(-(2**31), 2**31 - 1, size=(50, width), dtype=np.int64).astype(np.int32)
+    column = pa.array([list(row) for row in matrix], pa.list_(pa.int32()))
+    keep = rng.random(50) < 0.6
+    picked = column.filter(pa.array(keep)).slice(2)
+    binary = binary_rows(picked)
+    assert binary.type == pa.binary()
+    expected = matrix[keep][2:]
+    assert np.array_equal(matrix_of(binary, width, np.int32), expected)
+    assert np.array_equal(matrix_of(binary.slice(3, 7), width, np.int32), expected[3:10])
+    chunked = pa.chunked_array([binary.slice(0, 5), binary.slice(5)])
+    assert np.array_equal(matrix_of(chunked, width, np.int32), expected)
+    sink = pa.BufferOutputStream()
+    batch = pa.record_batch([binary], names=["minhash"])
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    back = pa.ipc.open_stream(sink.getvalue()).read_all().column("minhash")
+    assert np.array_equal(matrix_of(back, width, np.int32), expected)
+    assert np.array_equal(matrix_of(picked, width, np.int32), expected)  # the list form too

@@ -60,10 +60,33 @@ EDGE_SCHEMA = pa.schema(
 
 
 def matrix_of(column: pa.Array | pa.ChunkedArray, width: int, dtype: type) -> np.ndarray:
-    """A list column of fixed-width lists back as an N x width matrix."""
+    """A column of fixed-width lists, or of binary values holding `width` values of `dtype`
+    each (`binary_rows`), back as an N x width matrix."""
+    if not width or not len(column):
+        return np.empty((len(column), width), dtype)
+    if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+        array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        index = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+        _, offsets_buffer, data = array.buffers()
+        offsets = np.frombuffer(offsets_buffer, index)[array.offset : array.offset + len(array) + 1]
+        flat = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]]
+        return flat.view(dtype).reshape(-1, width)
     values = pc.list_flatten(column)
     flat = np.asarray(values.to_numpy(zero_copy_only=False))
-    return flat.view(dtype).reshape(-1, width) if width else np.empty((len(column), 0), dtype)
+    return flat.view(dtype).reshape(-1, width)
+
+
+def binary_rows(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A column of fixed-width lists as one binary value a row, the bytes of its values.
+
+    Why: Spark turns an Arrow list into its rows element by element and a binary value in
+    one copy, and the signatures that meet in a join (verification, the resemblance to a
+    representative) only pass through Spark; `matrix_of` reads them back."""
+    flat = np.ascontiguousarray(pc.list_flatten(column).to_numpy(zero_copy_only=False))
+    n = len(column)
+    width = flat.nbytes // n if n else 0
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(width)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(flat)])
 
 
 def key_batches(batches: Iterator[pa.RecordBatch], settings: Settings) -> Iterator[pa.RecordBatch]:

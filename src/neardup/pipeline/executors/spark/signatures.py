@@ -25,14 +25,11 @@ import pyarrow.parquet as pq
 from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
 from neardup.pipeline.executors.spark.ingest import INPUT_FILE, TEXTS
-from neardup.pipeline.executors.spark.kernels import key_blob_batches
+from neardup.pipeline.executors.spark.kernels import binary_rows, key_blob_batches
 
+# The signatures as binary values (`kernels.binary_rows`): they cross joins in Spark.
 WANTED_SCHEMA = pa.schema(
-    [
-        ("doc_id", pa.int64()),
-        ("minhash", pa.list_(pa.int32())),
-        ("supers", pa.list_(pa.int64())),
-    ]
+    [("doc_id", pa.int64()), ("minhash", pa.binary()), ("supers", pa.binary())]
 )
 _READ_ROWS = 65536
 
@@ -104,4 +101,12 @@ def wanted_signatures(
             for rows in _input_rows(row["input_idx"], shift, Path(work), ["minhash", "supers"]):
                 keep = np.isin(rows.column("doc_id").to_numpy(), docs)
                 if keep.any():
-                    yield rows.filter(pa.array(keep))
+                    found = rows.filter(pa.array(keep))
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            found.column("doc_id"),
+                            binary_rows(found.column("minhash")),
+                            binary_rows(found.column("supers")),
+                        ],
+                        schema=WANTED_SCHEMA,
+                    )
