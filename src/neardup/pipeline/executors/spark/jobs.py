@@ -39,10 +39,13 @@ from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
 from neardup.pipeline.executors.spark.ingest import (
     LINKS,
+    LINKS_SCHEMA,
     RANGES_SCHEMA,
     RECORDS,
+    RECORDS_SCHEMA,
     SUMMARY_SCHEMA,
     TEXTS,
+    TEXTS_SCHEMA,
     ingest_partition,
     inputs_frame,
 )
@@ -84,6 +87,7 @@ DRIVER_GRAPH_EDGES = 10_000_000
 # Parts of bucket keys per shuffle partition (`kernels.key_blob_batches`): several, so that
 # the hash of a part onto the partitions evens out.
 BLOB_PARTS = 4
+INGEST_SCHEMAS = {RECORDS: RECORDS_SCHEMA, TEXTS: TEXTS_SCHEMA, LINKS: LINKS_SCHEMA}
 # Work tables read as projections of the per-input ingest files (`SparkJobs.table`), never
 # copied: (folder, its document id column, the columns).
 INGEST_VIEWS = {
@@ -153,6 +157,11 @@ class SparkJobs:
         # (input index, its first doc id: the records of the inputs before it, the next
         # input's first), set by the ingest stage
         self.ranges: list[tuple[int, int, int]] = []
+        # The schema each work table was written with: reading it back with its schema
+        # spares the Spark job that infers it from the files.
+        self.schemas: dict[str, Any] = {
+            folder: _spark_schema(schema) for folder, schema in INGEST_SCHEMAS.items()
+        }
         work.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -173,7 +182,8 @@ class SparkJobs:
         path = str(self.work / name)
         with named_jobs(self.spark, f"save {name}"):
             df.write.mode("overwrite").parquet(path)
-        return self.spark.read.parquet(path)
+        self.schemas[name] = df.schema
+        return self.table(name)
 
     def _write_small(self, table: pa.Table, name: str) -> Any:
         """Write `table`, computed on the driver, as the work table `name` (one part file,
@@ -184,6 +194,7 @@ class SparkJobs:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         pq.write_table(table, folder / "part-0.parquet")
+        self.schemas[name] = _spark_schema(table.schema)
         return self.table(name)
 
     def rows(self, name: str) -> int:
@@ -198,7 +209,14 @@ class SparkJobs:
         ingest tasks' own files (`INGEST_VIEWS`), not from copies of them."""
         if name in INGEST_VIEWS:
             return self._shifted(*INGEST_VIEWS[name])
-        return self.spark.read.parquet(str(self.work / name))
+        return self._read(name)
+
+    def _read(self, name: str) -> Any:
+        """The Parquet files of the work folder `name`, with their schema when known."""
+        reader = self.spark.read
+        if name in self.schemas:
+            reader = reader.schema(self.schemas[name])
+        return reader.parquet(str(self.work / name))
 
     def _shifted(self, folder: str, id_column: str, columns: list[str]) -> Any:
         """The per-input files of `folder` with each input's document ids shifted by the
@@ -209,7 +227,7 @@ class SparkJobs:
         shifts = [(idx, first) for idx, first, _ in self.ranges] or [(0, 0)]
         shift = self.spark.createDataFrame(shifts, "input_idx int, shift bigint")
         return (
-            self.spark.read.parquet(str(self.work / folder))
+            self._read(folder)
             .join(F.broadcast(shift), "input_idx")
             .withColumn(id_column, F.col(id_column) + F.col("shift"))
             .select(*columns)
