@@ -45,6 +45,7 @@ from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.service.batch import compute_batch
 from neardup.service.layout import (
+    GRAPH_PREFIX,
     GROUP_SCHEMA,
     LEGACY_DB,
     PAGE_SCHEMA,
@@ -52,15 +53,18 @@ from neardup.service.layout import (
     Segment,
     WriterLock,
     commit,
+    graph_name,
     has_index,
     legacy_rows,
     merge_plan,
     merged,
+    read_arrays,
     read_committed,
     read_manifest,
     read_segment,
     remove_leftovers,
     segment_name,
+    write_arrays,
     write_segment,
 )
 from neardup.service.lengths import LengthMap
@@ -85,6 +89,11 @@ from neardup.service.updates import (
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
+# The scan graph's arrays are saved again (`graph-N/`) once the pages written since the last
+# save exceed this many, or this share of the index: opening replays at most about that many
+# pages, and a batch rewrites the graph's files about once per that many pages.
+GRAPH_EVERY_PAGES = 4096
+GRAPH_EVERY_SHARE = 32
 
 
 class ServiceIndex:
@@ -181,6 +190,9 @@ class ServiceIndex:
             "num_perm": self.settings.num_perm,
             "dims": self.options.dims,
         }
+        graph = getattr(self, "graph_meta", None)
+        if graph is not None:
+            meta["graph"] = graph
         store = getattr(self, "store_rows", None)
         if store is not None and store.map is not None:
             meta["length_map"] = {"edges": store.map.to_json(), "rows": store.map_rows}
@@ -240,6 +252,8 @@ class ServiceIndex:
                 "shingle_fp": pa.array(sfp, pa.int64()),
                 "page_key": pa.nulls(n, pa.int64()),
                 "n_tokens": pa.array(ntok, pa.int32()),
+                "slot": pa.array(np.arange(n, dtype=np.int64)),
+                "version": pa.array(np.ones(n, np.int64)),
             },
             schema=PAGE_SCHEMA,
         )
@@ -263,10 +277,16 @@ class ServiceIndex:
         return manifest
 
     def _load(self) -> None:
-        """Rebuild the in-memory copy from the last committed version."""
+        """Open the last committed version: the pages as columns, the scan graph's saved
+        arrays memory-mapped (`scangraph.ScanGraph`) with the pages written after them
+        replayed; an index without them (older, or never saved) builds the graph at once,
+        and a writer saves it."""
         manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+        if self.writer is not None and state.pages.column("slot").null_count:
+            manifest, state = self._give_slots(manifest, state)
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
+        self.graph_meta: dict[str, Any] | None = manifest.meta.get("graph")
         self.groups = SmallSets[int]()  # group id -> its pages
         self.winners: dict[int, str] = {}
         self.redirects = RedirectGraph()
@@ -281,16 +301,21 @@ class ServiceIndex:
             self.bands,
             self.rows,
         )
-        self.scan_graph = ScanGraph(self.settings, self._signature_of)
         # The pages as columns (`pages.PageTable`): one signature matrix, no object a page.
         self.pages = PageTable.from_rows(
             state.pages, state.signatures, state.dim_lengths, self.settings.num_perm, o.dims
         )
         t = self.pages
         n = t.n
-        # One str per URL, shared by the groups, the graph and the winners (the columns
-        # keep the URLs in Arrow; these are what the Python structures still key on).
-        urls = state.pages.column("url").to_pylist()
+        # Which pages were written after the saved graph (to replay), by the row's version.
+        slot_col, version_col = state.pages.column("slot"), state.pages.column("version")
+        tail = np.empty(0, np.int64)
+        if self.graph_meta is not None and not slot_col.null_count:
+            newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
+            tail = slot_col.to_numpy()[newer]
+        # One str per URL, shared by the groups and the winners (the columns keep the URLs
+        # in Arrow; these are what the groups still key on).
+        urls = list(t)  # in slot order (the rows as read may not be)
         groups = state.groups
         del state  # its columns and signatures are the table's now: freed before the graph
         for slot, target in t.redirect.items():
@@ -302,16 +327,18 @@ class ServiceIndex:
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
             for slot in has.tolist():
                 self.store_rows.put(urls[slot], t.sigs[slot], t.lens[slot])
-        # The graph's nodes: sketched, live pages the scan compares, built at once.
-        node = np.flatnonzero(
-            t.has_sig[:n]
-            & ~t.removed[:n]
-            & np.asarray(enough_words(t.n_tokens[:n], t.length[:n], self.settings.min_tokens))
-        )
         with _no_collection():
-            self.scan_graph.load(
-                [urls[i] for i in node.tolist()], t.key[node], t.shingle_fp[node], t.sigs, node
-            )
+            saved = None
+            if self.graph_meta is not None and not slot_col.null_count:
+                saved = read_arrays(self.store, str(self.graph_meta["name"]))
+            self.scan_graph = ScanGraph(self.settings, t, saved)
+            if saved is None:  # no saved graph: built at once from the pages
+                self.graph_meta = None
+                all_slots = np.arange(n, dtype=np.int64)
+                self.scan_graph.build(all_slots[self.scan_graph.eligible(all_slots)])
+            elif tail.size:
+                self.scan_graph.replay(tail)
+        self.graph_tail = int(tail.size)
         for gid, winner in zip(
             groups.column("group_id").to_pylist(),
             groups.column("winner_url").to_pylist(),
@@ -324,11 +351,65 @@ class ServiceIndex:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
             self.store_rows.map_rows = int(grid["rows"])
         del urls
+        if self.writer is not None and self.graph_meta is None and n:
+            self._save_graph_now()
         # Arrow's allocator keeps what the files' tables used for its next tables; an index
         # holds none after opening, so it goes back to the system (about 0.9 KB a page).
         pa.default_memory_pool().release_unused()
         _return_freed()
         _settle()
+
+    def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
+        """Save the pages of an index written before slots were kept (issue 26) once as one
+        segment with a slot per row (its place when opened), the key of the graph's saved
+        arrays; committed as a version of its own."""
+        n = state.pages.num_rows
+        version = manifest.version + 1
+        pages = state.pages.drop_columns(["slot", "version"])
+        pages = pages.append_column("slot", pa.array(np.arange(n, dtype=np.int64)))
+        pages = pages.append_column("version", pa.array(np.full(n, version, np.int64)))
+        seg = Segment(pages.cast(PAGE_SCHEMA), state.signatures, state.dim_lengths, state.groups)
+        name = segment_name(version)
+        write_segment(self.store, name, seg)
+        new = Manifest(version, [name], [n], manifest.meta)
+        commit(self.store, new)
+        remove_leftovers(self.store, new)
+        return new, seg
+
+    def _save_graph_now(self) -> None:
+        """Save the graph of the committed pages (an index opened without saved arrays) and
+        commit a version naming it: the next opening maps it."""
+        with self._commit_lock:
+            old = self.manifest
+            version = old.version + 1
+            self._save_graph(old.version)
+            new = Manifest(version, old.segments, old.rows, self._meta(self.next_group))
+            commit(self.store, new)
+            self.manifest = new
+        self._graph_saved()
+
+    def _save_graph(self, pages_version: int) -> None:
+        """Write the graph's arrays (`ScanGraph.arrays`) as `graph-N/`, the state of the pages
+        at `pages_version`; it counts once a manifest names it (`graph_meta`)."""
+        self._old_graph = graph_name(self.manifest)
+        name = f"{GRAPH_PREFIX}{pages_version:08d}"
+        write_arrays(self.store, name, self.scan_graph.arrays())
+        self.graph_meta = {"name": name, "version": pages_version}
+        self.graph_tail = 0
+
+    def _graph_saved(self) -> None:
+        """After the commit naming a new graph folder: the old folder goes, and the graph is
+        mapped from the new one (its overlays of changes dropped from memory)."""
+        old = getattr(self, "_old_graph", None)
+        if old is not None and self.graph_meta is not None and old != self.graph_meta["name"]:
+            shutil.rmtree(self.store / old, ignore_errors=True)
+        self._old_graph = None
+        assert self.graph_meta is not None
+        done = self.scan_graph.verifications
+        self.scan_graph = ScanGraph(
+            self.settings, self.pages, read_arrays(self.store, self.graph_meta["name"])
+        )
+        self.scan_graph.verifications = done
 
     def close(self) -> None:
         """Release the writer lock (committed batches stay)."""
@@ -485,7 +566,8 @@ class ServiceIndex:
         if not enough_words(sk.n_tokens, sk.n_shingles, self.settings.min_tokens):
             return []  # a text the scan would not compare (no shingle, too few words)
         if self.options.tier2 == "bands":
-            return self.scan_graph.similar(sk.signature)
+            url = self.pages.url_at
+            return [(url(s), sim) for s, sim in self.scan_graph.similar(sk.signature)]
         found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
         out = []
         for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
@@ -549,12 +631,6 @@ class ServiceIndex:
         else:
             self.store_rows.put(p.url, sig, lens)
 
-    def _signature_of(self, url: str) -> np.ndarray:
-        """A stored page's sketch (the scan graph's nodes have one)."""
-        slot = self.pages.slot(url)
-        assert slot is not None and self.pages.has_sig[slot], url
-        return self.pages.sigs[slot]
-
     def _set_redirect(self, p: PageRef, target: str | None) -> None:
         self.redirects.set(p.url, p.redirect_to, target)
         p.redirect_to = target
@@ -564,17 +640,16 @@ class ServiceIndex:
     def _write(self, dirty: set[str], groups: set[int], dropped: set[int]) -> None:
         """Commit a batch: its touched page and group rows as a new segment, then the
         manifest naming it (the commit point)."""
-        seg = segment_rows(
-            self.pages,
-            self.groups,
-            self.winners,
-            dirty,
-            groups,
-            dropped,
-        )
         with self._commit_lock:
             old = self.manifest
             version = old.version + 1
+            seg = segment_rows(
+                self.pages, self.groups, self.winners, dirty, groups, dropped, version
+            )
+            self.graph_tail += seg.pages.num_rows
+            saving = self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE)
+            if saving:  # before the segment: a kill in between leaves the last version
+                self._save_graph(version)
             name = segment_name(version)
             write_segment(self.store, name, seg, hook=True)
             new = Manifest(
@@ -585,6 +660,8 @@ class ServiceIndex:
             )
             commit(self.store, new)
             self.manifest = new
+        if saving:
+            self._graph_saved()
 
     def _merge_due(self) -> None:
         """Merge the newest segments while `merge_plan` asks for it, each merge committed as

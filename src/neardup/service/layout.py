@@ -52,6 +52,7 @@ LOCK_NAME = "writer.lock"
 FORMAT = 2  # 1 was the DuckDB file (`LEGACY_DB`)
 LEGACY_DB = "service.duckdb"
 SEG_PREFIX = "seg-"
+GRAPH_PREFIX = "graph-"
 # Test hook: seconds to sleep while a batch's segment is half written (pages written, groups
 # not yet, manifest not yet), printing a marker first, so a test can kill the process there.
 SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
@@ -71,6 +72,10 @@ PAGE_SCHEMA = pa.schema(
         ("shingle_fp", pa.int64()),  # shingle-set fingerprint: the scan's classes
         ("page_key", pa.int64()),  # the scan's tie-break key (`url_key`), kept to skip rehashing
         ("n_tokens", pa.int32()),  # words, for the scan's min_tokens
+        # The page's slot: its place in the page columns and the node id of the scan graph's
+        # saved arrays, given once and never changed (null in files before the graph files).
+        ("slot", pa.int64()),
+        ("version", pa.int64()),  # the version whose batch wrote this row
     ]
 )
 GROUP_SCHEMA = pa.schema(
@@ -200,8 +205,15 @@ def read_segment(store: Path, name: str) -> Segment:
 
 def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
     """One Parquet file, as written (`ParquetFile`, not `read_table`: that one loads the
-    dataset layer and pandas, half a second of a command's start)."""
-    return pq.ParquetFile(path).read().cast(schema)
+    dataset layer and pandas, half a second of a command's start). Columns that files of an
+    older neardup lack (`slot`, `version`) are read as nulls."""
+    table = pq.ParquetFile(path).read()
+    for name in schema.names:
+        if name not in table.column_names:
+            table = table.append_column(
+                schema.field(name), pa.nulls(table.num_rows, schema.field(name).type)
+            )
+    return table.select(schema.names).cast(schema)
 
 
 def merged(segs: list[Segment], drop_deleted: bool) -> Segment:
@@ -309,11 +321,15 @@ def _size_class(rows: int) -> int:
 
 
 def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
-    """Delete segment folders the committed manifest does not name (a batch killed before
-    its commit, a merge's inputs); only the writer calls this."""
+    """Delete segment and graph folders the committed manifest does not name (a batch killed
+    before its commit, a merge's inputs, a graph replaced by a newer one); only the writer
+    calls this."""
     named = set(manifest.segments) if manifest else set()
+    graph = graph_name(manifest)
+    if graph is not None:
+        named.add(graph)
     for p in store.iterdir():
-        if p.name.startswith(SEG_PREFIX) and p.name not in named:
+        if p.name.startswith((SEG_PREFIX, GRAPH_PREFIX)) and p.name not in named:
             shutil.rmtree(p, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         (store / f"{MANIFEST}.tmp").unlink()
@@ -321,6 +337,37 @@ def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
 
 def segment_name(version: int) -> str:
     return f"{SEG_PREFIX}{version:08d}"
+
+
+# ------------------------------------------------------------------ the scan graph's arrays
+
+
+def graph_name(manifest: Manifest | None) -> str | None:
+    """The graph folder the manifest names (None: it names none)."""
+    got = manifest.meta.get("graph") if manifest is not None else None
+    return None if got is None else str(got["name"])
+
+
+def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray]) -> None:
+    """A folder of `.npy` files written completely (under a temporary name, flushed, then
+    renamed); it counts only once a manifest committed after it names it."""
+    final = store / name
+    tmp = store / f"{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(final, ignore_errors=True)  # a leftover of a killed writer
+    tmp.mkdir()
+    for key, arr in arrays.items():
+        _save_npy(tmp / f"{key}.npy", arr)
+    for f in tmp.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, final)
+
+
+def read_arrays(store: Path, name: str) -> dict[str, np.ndarray]:
+    """The `.npy` files of a folder, memory-mapped read-only: opening reads none of them,
+    and a mapping outlives the folder's removal by a writer that replaced it."""
+    return {f.stem: np.load(f, mmap_mode="r") for f in sorted((store / name).glob("*.npy"))}
 
 
 # ------------------------------------------------------------------ the writer lock

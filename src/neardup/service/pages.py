@@ -105,6 +105,11 @@ class PageTable:
         pages except to hash the URLs of rows stored without a page key (older files)."""
         t = cls(num_perm, dims)
         n = rows.num_rows
+        order = slot_order(rows)
+        if order is not None:  # rows as read, not in slot order: put each at its slot
+            rows = rows.take(pa.array(order))
+            sigs = np.take(sigs, order, axis=0)
+            lens = np.take(lens, order, axis=0)
         t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
         t.n = n
 
@@ -168,6 +173,12 @@ class PageTable:
         self._skeys = self.key[: self.n][order]
         self._sslots = order.astype(np.int64)
         assert len(self._urls_base) == self.n, (nb, self.n)
+
+    def url_array(self, slots: np.ndarray) -> pa.Array:
+        """The URLs of slots as one Arrow array (slots opened from the files or folded)."""
+        if slots.size and int(slots.max()) >= len(self._urls_base):
+            self._fold()
+        return self._urls_base.take(pa.array(slots))
 
     def url_at(self, slot: int) -> str:
         nb = len(self._urls_base)
@@ -285,6 +296,22 @@ class PageTable:
         live = ~self.removed[: self.n]
         redirects = sum(1 for s in self.redirect if live[s])
         return int(live.sum()), redirects
+
+
+def slot_order(rows: pa.Table) -> np.ndarray | None:
+    """The order that puts page rows at their slots (the `slot` column), None when they are
+    already there; rows of an older neardup have no slot and take their row's place (the
+    writer then saves them once with slots, `ServiceIndex._give_slots`)."""
+    col = rows.column("slot")
+    if col.null_count or not rows.num_rows:
+        return None
+    slots = col.to_numpy()
+    if (np.diff(slots) > 0).all() and slots[0] == 0 and slots[-1] == slots.size - 1:
+        return None
+    order = np.argsort(slots, kind="stable")
+    if not np.array_equal(slots[order], np.arange(slots.size)):
+        raise ValueError("the index's page slots are not 0 .. n-1: its files are damaged")
+    return order
 
 
 class PageRef:
