@@ -1,13 +1,24 @@
-"""Opening an index builds its scan graph at once (`ScanGraph.load`, the scan's kernels over
-arrays); it must be the graph the batches built page by page (`ScanGraph.update`)."""
+"""Opening an index maps the scan graph's saved arrays (`graph-N/`) and replays the pages
+written after them, or builds the graph at once (`ScanGraph.build`, the scan's kernels over
+arrays) where none is saved; either way it must be the graph the batches built page by page
+(`ScanGraph.update`), and the one built at once from the same pages."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 
+import neardup.service.index as index_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
+from neardup.service.layout import GRAPH_PREFIX, graph_name, read_manifest
+from neardup.service.scangraph import ScanGraph
+from neardup.service.storage import SLEEP_HOOK, TX_MARKER
 
 
 def _texts(n: int, seed: int) -> list[str]:
@@ -29,8 +40,25 @@ def _graph(ix: ServiceIndex) -> tuple[object, ...]:
     return ({u: v for u, v in adj.items() if v}, emitted, fp, classes, rep, keys)
 
 
+def _built_at_once(ix: ServiceIndex) -> tuple[object, ...]:
+    """The graph of the index's pages built from scratch, as an index without saved arrays
+    opens (an independent reference for the mapped and replayed one)."""
+    g = ScanGraph(ix.settings, ix.pages)
+    slots = np.arange(ix.pages.n, dtype=np.int64)
+    g.build(slots[g.eligible(slots)])
+    adj, emitted, fp, classes, rep, keys = g.view()
+    return ({u: v for u, v in adj.items() if v}, emitted, fp, classes, rep, keys)
+
+
+# every: the graph is saved once this many pages were written since (1: after each batch,
+# 40: some batches replayed on opening, 10**9: never, so opening builds it)
+@pytest.mark.parametrize("every", [1, 40, 10**9])
 @pytest.mark.parametrize(("seed", "max_bucket_pairs"), [(3, 1000), (4, 3), (5, 2)])
-def test_the_graph_opened_at_once_is_the_one_the_batches_built(tmp_path, seed, max_bucket_pairs):
+def test_the_graph_opened_is_the_one_the_batches_built(
+    tmp_path, monkeypatch, seed, max_bucket_pairs, every
+):
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", every)
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
     # Small buckets (max_bucket_pairs 2 or 3) make chains in key order; repeated texts make
     # classes of several pages; removals and rewrites leave pages out of the graph.
     settings = Settings(max_bucket_pairs=max_bucket_pairs)
@@ -42,7 +70,12 @@ def test_the_graph_opened_at_once_is_the_one_the_batches_built(tmp_path, seed, m
         ix.apply([PageUpdate(f"http://x/{i}", text=texts[i + 60]) for i in range(0, 40, 5)])
         ix.apply([PageUpdate(f"http://z/{i}", text=t) for i, t in enumerate(texts[100:])])
         built = _graph(ix)
+        assert built == _built_at_once(ix)
         groups = {frozenset(m) for m in ix.groups.values() if m}
+        saved = graph_name(read_manifest(tmp_path / "s"))
+        assert (saved is None) == (every == 10**9)
+        if saved is not None:  # one graph folder: the one the manifest names
+            assert [p.name for p in (tmp_path / "s").glob(f"{GRAPH_PREFIX}*")] == [saved]
     with ServiceIndex(tmp_path / "s", read_only=True) as ix:
         assert _graph(ix) == built
         assert {frozenset(m) for m in ix.groups.values() if m} == groups
@@ -55,4 +88,56 @@ def test_the_graph_opened_at_once_is_the_one_the_batches_built(tmp_path, seed, m
         ix.apply([PageUpdate(f"http://w/{i}", text=t) for i, t in enumerate(texts[:30])])
         after = _graph(ix)
     with ServiceIndex(tmp_path / "s", read_only=True) as ix:
+        assert _graph(ix) == after == _built_at_once(ix)
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys
+    import neardup.service.index as index_module
+    from neardup.service import PageUpdate, ServiceIndex
+    index_module.GRAPH_EVERY_PAGES = 0  # this batch saves the graph's arrays
+    ix = ServiceIndex(sys.argv[1])
+    ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(sys.argv[2:])])
+""")
+
+
+def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_version(
+    tmp_path, monkeypatch
+):
+    """kill -9 while a batch is half written (its graph arrays written, its pages, not its
+    manifest): the last committed version opens whole, graph and groups, and goes on."""
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    store = tmp_path / "s"
+    texts = _texts(60, 7)
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:40])])
+        before = _graph(ix)
+        groups = {frozenset(m) for m in ix.groups.values() if m}
+    manifest = read_manifest(store)
+    assert manifest is not None and graph_name(manifest) is not None
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(store), *texts[40:]],
+        env={**os.environ, SLEEP_HOOK: "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert TX_MARKER in proc.stdout.readline()
+        # the new graph folder is complete on disk, the manifest still names the old one
+        assert len(list(store.glob(f"{GRAPH_PREFIX}*[0-9]"))) == 2
+        assert read_manifest(store) == manifest
+    finally:
+        proc.kill()
+        proc.wait()
+    with ServiceIndex(store, read_only=True) as ix:
+        assert _graph(ix) == before == _built_at_once(ix)
+        assert {frozenset(m) for m in ix.groups.values() if m} == groups
+        assert ix.consistency_errors() == []
+    with ServiceIndex(store) as ix:  # the writer clears the leftovers and goes on
+        assert [p.name for p in store.glob(f"{GRAPH_PREFIX}*")] == [graph_name(manifest)]
+        ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(texts[40:])])
+        after = _graph(ix)
+        assert after == _built_at_once(ix) and after != before
+    with ServiceIndex(store, read_only=True) as ix:
         assert _graph(ix) == after
