@@ -68,7 +68,7 @@ from neardup.service.layout import (
     write_segment,
 )
 from neardup.service.lengths import LengthMap
-from neardup.service.members import SmallSets
+from neardup.service.members import GroupMembers, Winners
 from neardup.service.pages import PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
@@ -287,8 +287,6 @@ class ServiceIndex:
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
         self.graph_meta: dict[str, Any] | None = manifest.meta.get("graph")
-        self.groups = SmallSets[int]()  # group id -> its pages
-        self.winners: dict[int, str] = {}
         self.redirects = RedirectGraph()
         o = self.options
         self.store_rows = SignatureStore(
@@ -313,20 +311,16 @@ class ServiceIndex:
         if self.graph_meta is not None and not slot_col.null_count:
             newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
             tail = slot_col.to_numpy()[newer]
-        # One str per URL, shared by the groups and the winners (the columns keep the URLs
-        # in Arrow; these are what the groups still key on).
-        urls = list(t)  # in slot order (the rows as read may not be)
-        groups = state.groups
+        # The groups and winners as arrays (`members.py`): no object a page or a group.
+        self.groups = GroupMembers(t)
+        self.winners = Winners(state.groups)
         del state  # its columns and signatures are the table's now: freed before the graph
         for slot, target in t.redirect.items():
-            self.redirects.set(urls[slot], None, target)
-        grouped = np.flatnonzero(t.group[:n] >= 0)
-        for gid, slot in zip(t.group[grouped].tolist(), grouped.tolist(), strict=True):
-            self.groups.add(gid, urls[slot])
+            self.redirects.set(t.url_at(slot), None, target)
         if o.tier2 != "bands":  # tier 2's own row store holds the sketched pages again
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
             for slot in has.tolist():
-                self.store_rows.put(urls[slot], t.sigs[slot], t.lens[slot])
+                self.store_rows.put(t.url_at(slot), t.sigs[slot], t.lens[slot])
         with _no_collection():
             saved = None
             if self.graph_meta is not None and not slot_col.null_count:
@@ -339,18 +333,10 @@ class ServiceIndex:
             elif tail.size:
                 self.scan_graph.replay(tail)
         self.graph_tail = int(tail.size)
-        for gid, winner in zip(
-            groups.column("group_id").to_pylist(),
-            groups.column("winner_url").to_pylist(),
-            strict=True,
-        ):
-            # the member's own str (a winner is a member of its group)
-            self.winners[gid] = next((u for u in self.groups.members(gid) if u == winner), winner)
         grid = manifest.meta.get("length_map")
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
             self.store_rows.map_rows = int(grid["rows"])
-        del urls
         if self.writer is not None and self.graph_meta is None and n:
             self._save_graph_now()
         # Arrow's allocator keeps what the files' tables used for its next tables; an index
@@ -582,7 +568,7 @@ class ServiceIndex:
             "pages": live,
             "redirects": redirects,
             "groups": len(self.groups),
-            "duplicate_groups": sum(1 for m in self.groups.values() if len(m) > 1),
+            "duplicate_groups": self.groups.count(2),
         }
 
     # ---------------------------------------------------------------- updates

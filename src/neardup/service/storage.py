@@ -18,7 +18,7 @@ from neardup.service.layout import (
     TX_MARKER,
     Segment,
 )
-from neardup.service.members import SmallSets
+from neardup.service.members import GroupMembers, Winners
 from neardup.service.pages import PageTable
 
 SERVICE_KIND = "service index"
@@ -53,8 +53,8 @@ _INVARIANTS: tuple[tuple[str, str], ...] = (
 
 def segment_rows(
     pages: PageTable,
-    members: SmallSets[int],
-    winners: dict[int, str],
+    members: GroupMembers,
+    winners: Winners,
     dirty: set[str],
     groups: set[int],
     dropped: set[int],
