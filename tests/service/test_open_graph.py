@@ -141,3 +141,27 @@ def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_versio
         assert after == _built_at_once(ix) and after != before
     with ServiceIndex(store, read_only=True) as ix:
         assert _graph(ix) == after
+
+
+def test_closing_the_writer_saves_the_graph_once_enough_pages_wait(tmp_path, monkeypatch):
+    """Pages written since the saved arrays are replayed on opening; a writer that closes
+    with more of them than `GRAPH_AT_CLOSE_PAGES` saves the arrays, and the next opening
+    replays nothing."""
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 10**9)
+    store = tmp_path / "s"
+    texts = _texts(80, 9)
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:40])])
+    assert graph_name(read_manifest(store)) is None  # few pages: nothing saved at close
+    with ServiceIndex(store, read_only=True) as ix:
+        assert ix.graph_tail == 0 and ix.graph_meta is None  # built at once
+    monkeypatch.setattr(index_module, "GRAPH_AT_CLOSE_PAGES", 10)
+    with ServiceIndex(store) as ix:  # opening saves (none was), the batch is replayed
+        ix.apply([PageUpdate(f"http://y/{i}", text=t) for i, t in enumerate(texts[40:])])
+        assert ix.graph_tail >= 40
+        built = _graph(ix)
+        version = ix.manifest.version
+    manifest = read_manifest(store)
+    assert manifest.version == version + 1 and manifest.meta["graph"]["version"] == version
+    with ServiceIndex(store, read_only=True) as ix:
+        assert ix.graph_tail == 0 and _graph(ix) == built == _built_at_once(ix)

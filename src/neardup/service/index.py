@@ -89,11 +89,15 @@ from neardup.service.updates import (
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
-# The scan graph's arrays are saved again (`graph-N/`) once the pages written since the last
-# save exceed this many, or this share of the index: opening replays at most about that many
-# pages, and a batch rewrites the graph's files about once per that many pages.
+# The scan graph's arrays are saved again (`graph-N/`) by a batch once the pages written since
+# the last save exceed this many and this share of the index (a server or a crash never
+# leaves more to replay on opening, nor more changes in memory; each page is rewritten a
+# bounded number of times however the index grew), and when the writer closes once they
+# exceed the smaller `GRAPH_AT_CLOSE_*` (what the next opening replays after a clean close).
 GRAPH_EVERY_PAGES = 4096
-GRAPH_EVERY_SHARE = 32
+GRAPH_EVERY_SHARE = 4
+GRAPH_AT_CLOSE_PAGES = 4096
+GRAPH_AT_CLOSE_SHARE = 32
 
 
 class ServiceIndex:
@@ -126,6 +130,7 @@ class ServiceIndex:
         else:
             open_folder(self.store, SERVICE_KIND)  # never a folder of the user's
             self.writer = WriterLock(self.store, wait)
+        self._opened = False  # whether the last committed version was opened whole
         try:
             self._open(settings, options)
         except BaseException:
@@ -281,6 +286,7 @@ class ServiceIndex:
         arrays memory-mapped (`scangraph.ScanGraph`) with the pages written after them
         replayed; an index without them (older, or never saved) builds the graph at once,
         and a writer saves it."""
+        self._opened = False  # until the whole version is in memory (what `close` may save)
         manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
         if self.writer is not None and state.pages.column("slot").null_count:
             manifest, state = self._give_slots(manifest, state)
@@ -344,6 +350,7 @@ class ServiceIndex:
         pa.default_memory_pool().release_unused()
         _return_freed()
         _settle()
+        self._opened = True
 
     def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
         """Save the pages of an index written before slots were kept (issue 26) once as one
@@ -398,7 +405,19 @@ class ServiceIndex:
         self.scan_graph.verifications = done
 
     def close(self) -> None:
-        """Release the writer lock (committed batches stay)."""
+        """Save the graph's arrays if many pages were written since they were (so the next
+        opening maps them instead of replaying those pages), then release the writer lock
+        (committed batches stay)."""
+        try:
+            if self.writer is not None and self._opened:
+                due = max(GRAPH_AT_CLOSE_PAGES, self.pages.n // GRAPH_AT_CLOSE_SHARE)
+                if self.graph_tail > due:
+                    with self.lock:
+                        self._save_graph_now()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         if self.writer is not None:
             self.writer.release()
             self.writer = None
