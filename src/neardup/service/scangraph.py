@@ -107,11 +107,11 @@ class ScanGraph:
     def is_node(self, slot: int) -> bool:
         return slot < self.node.size and bool(self.node[slot])
 
-    def ordered(self, slots: Iterable[int]) -> list[int]:
+    def ordered(self, slots: Collection[int]) -> list[int]:
         """Slots in tie-break order: page key, then (for an exact key collision) URL."""
-        s = np.fromiter(slots, np.int64)
-        if s.size < 2:
-            return s.tolist()
+        if len(slots) < 2:  # nearly every class and bucket
+            return list(slots)
+        s = np.fromiter(slots, np.int64, len(slots))
         k = self.pages.key[s]
         o = np.argsort(k, kind="stable")
         s, k = s[o], k[o]
@@ -124,8 +124,7 @@ class ScanGraph:
         got = self.cls_over.get(fp)
         if got is not None:
             return got
-        lo = int(np.searchsorted(self.cls_fp, fp, "left"))
-        hi = int(np.searchsorted(self.cls_fp, fp, "right"))
+        lo, hi = _run(self.cls_fp, fp)
         return self.cls_slot[lo:hi].tolist()
 
     def _class_mut(self, fp: int) -> set[int]:
@@ -143,8 +142,7 @@ class ScanGraph:
         got = self.adj_over.get(u)
         if got is not None:
             return got
-        lo = int(np.searchsorted(self.adj_u, u, "left"))
-        hi = int(np.searchsorted(self.adj_u, u, "right"))
+        lo, hi = _run(self.adj_u, u)
         return dict(zip(self.adj_v[lo:hi].tolist(), self.adj_s[lo:hi].tolist(), strict=True))
 
     def _adj_mut(self, u: int) -> dict[int, float]:
@@ -583,6 +581,16 @@ class ScanGraph:
             if len(cls) > 1:
                 pages.extend(self.ordered(set(cls) - {u}))
         return pages
+
+
+def _run(sorted_keys: np.ndarray, key: int) -> tuple[int, int]:
+    """The positions [lo, hi) of `key` in a sorted array: one binary search, then a walk over
+    the (few) equal keys; most keys looked up are absent or once."""
+    lo = int(sorted_keys.searchsorted(key))
+    hi, size = lo, sorted_keys.size
+    while hi < size and sorted_keys[hi] == key:
+        hi += 1
+    return lo, hi
 
 
 def _cat(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray]:
