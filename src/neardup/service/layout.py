@@ -12,6 +12,9 @@ the rows were not files another engine could read. Now the store folder holds:
         signatures.npy      their min-hash sketches, one (rows, num_perm) uint32 matrix
         dim_lengths.npy     their words per sub-dictionary, (rows, dims) int32
         groups.parquet      the group rows the batch rewrote; a null winner deletes one
+    graph-000001/ ...       the scan graph's sorted arrays (`.npy`) as of one version,
+                            by page slot (`scangraph.ScanGraph.arrays`), memory-mapped on
+                            opening; the manifest's "graph" names it and its version
 
 A page's state is its row in the newest segment that holds it (likewise a group's). A batch
 writes a new segment folder beside the others (`.tmp`, then renamed) and then the manifest
