@@ -341,7 +341,7 @@ class ScanGraph:
         pairs.update({p: c for p, c in self.pair_over.items() if c > 0})
         return (
             {url(u): {url(v): s for v, s in self.neighbours(u).items()} for u in nodes},
-            {(url(p >> 32), url(p & _LOW32)): c for p, c in pairs.items()},
+            {tuple(sorted((url(p >> 32), url(p & _LOW32)))): c for p, c in pairs.items()},
             {url(s): int(self.mfp[s]) for s in members},
             {fp: frozenset(url(s) for s in self.class_members(fp)) for fp in fps},
             {fp: url(r) for fp in fps if (r := self._rep(fp)) is not None},
