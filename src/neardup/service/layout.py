@@ -195,13 +195,14 @@ def _save_npy(path: Path, arr: np.ndarray) -> None:
 
 
 def read_segment(store: Path, name: str) -> Segment:
-    """One segment; the matrices are memory-mapped (a segment is never changed once
-    written, and a mapping outlives the file's removal by a merge)."""
+    """One segment; the matrices are memory-mapped copy-on-write (a segment is never changed
+    once written: a page table that adopts them writes its changes to private pages; and a
+    mapping outlives the file's removal by a merge)."""
     folder = store / name
     return Segment(
         _read_parquet(folder / "pages.parquet", PAGE_SCHEMA),
-        np.load(folder / "signatures.npy", mmap_mode="r"),
-        np.load(folder / "dim_lengths.npy", mmap_mode="r"),
+        np.load(folder / "signatures.npy", mmap_mode="c"),
+        np.load(folder / "dim_lengths.npy", mmap_mode="c"),
         _read_parquet(folder / "groups.parquet", GROUP_SCHEMA),
     )
 

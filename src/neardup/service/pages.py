@@ -85,7 +85,7 @@ class PageTable:
 
     def _grow(self, need: int) -> None:
         """Room for `need` slots: the columns grow by half (amortised O(1) a page)."""
-        if need <= self.cap:
+        if need <= self.cap and need <= self.sigs.shape[0] and need <= self.lens.shape[0]:
             return
         cap = max(need, self.cap + self.cap // 2, 1024)
         for name in self._COLUMNS:
@@ -132,9 +132,13 @@ class PageTable:
         t.shingle_fp[:n] = col("shingle_fp", 0)
         t.has_sfp[:n] = valid("shingle_fp")
         t.n_tokens[:n] = col("n_tokens", 0)
-        t.sigs[:n] = sigs
+        # The sketches (and length vectors) as read are the table's own rows, not copied:
+        # the rows of one segment stay a copy-on-write map of its file (`layout.read_segment`),
+        # resident only once read; those gathered from several are already a fresh array.
+        # The first page added past them moves every column to a larger array (`_grow`).
+        t.sigs = _adopt(sigs, n, (num_perm,), SIGNATURE_DTYPE)
         if lens.shape[1:] == (dims,):
-            t.lens[:n] = lens
+            t.lens = _adopt(lens, n, (dims,), np.int32)
         urls = rows.column("url").combine_chunks()
         if isinstance(urls, pa.ChunkedArray):  # an empty table
             urls = pa.array([], pa.string())
@@ -231,7 +235,7 @@ class PageTable:
         """A new page (no group, no sketch): its slot is the next one. `key`: its page key
         (`url_key`), when the caller has it."""
         slot = self.n
-        if slot >= self.cap:
+        if slot >= self.cap or slot >= self.sigs.shape[0] or slot >= self.lens.shape[0]:
             self._grow(slot + 1)
         self.n += 1
         self.key[slot] = url_key(url) if key is None else key
@@ -296,6 +300,24 @@ class PageTable:
         live = ~self.removed[: self.n]
         redirects = sum(1 for s in self.redirect if live[s])
         return int(live.sum()), redirects
+
+
+def _adopt(rows: np.ndarray, n: int, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """`rows` as a column of the table when it already has the column's shape and layout
+    (writable: a copy-on-write map or an array of its own), else a copy that has. A map
+    is taken as a plain array view: slicing a `np.memmap` makes a memmap each time, slower."""
+    if isinstance(rows, np.memmap):
+        rows = rows.view(np.ndarray)
+    if (
+        rows.shape == (n, *shape)
+        and rows.dtype == dtype
+        and rows.flags.c_contiguous
+        and rows.flags.writeable
+    ):
+        return rows
+    out = np.zeros((n, *shape), dtype)
+    out[:] = rows
+    return out
 
 
 def slot_order(rows: pa.Table) -> np.ndarray | None:
