@@ -41,7 +41,8 @@ class BandBuckets:
         self.base_keys = np.zeros((tables, 0), np.int64) if base_keys is None else base_keys
         self.base_slots = np.zeros((tables, 0), np.int32) if base_slots is None else base_slots
         self.base_node_keys = np.zeros((0, tables), np.int64) if node_keys is None else node_keys
-        self.base_dead: set[int] = set()  # nodes whose base entries no longer hold
+        # Per slot: the node left since the base was saved (its base entries no longer hold).
+        self.base_dead = np.zeros(max(self.base_node_keys.shape[0], 1024), bool)
         self.delta_keys = [_EMPTY_KEYS] * tables
         self.delta_slots = [_EMPTY_IDS] * tables
         self.new_keys: dict[int, np.ndarray] = {}  # keys of the nodes in the delta
@@ -59,13 +60,12 @@ class BandBuckets:
         one node hold no candidate pair, and they are nearly all of them, so they are
         counted in arrays and never listed."""
         out: dict[tuple[int, int], list[int]] = {}
-        dead = np.fromiter(self.base_dead, np.int64, len(self.base_dead))
         for t, wanted in enumerate(keys):
             if not wanted.size:
                 continue
             qb, ib = key_hits(self.base_keys[t], self.base_slots[t], wanted)
-            if dead.size and ib.size:
-                live = ~np.isin(ib, dead)
+            if ib.size:
+                live = ~self.base_dead[ib]
                 qb, ib = qb[live], ib[live]
             qd, idl = key_hits(self.delta_keys[t], self.delta_slots[t], wanted)
             qi = np.concatenate([qb, qd])
@@ -80,7 +80,12 @@ class BandBuckets:
         """Take nodes out: out of the delta now, skipped in the base from now on."""
         if not slots:
             return
-        self.base_dead.update(slots)
+        top = max(slots)
+        if top >= self.base_dead.size:
+            grown = np.zeros(max(top + 1, self.base_dead.size * 3 // 2), bool)
+            grown[: self.base_dead.size] = self.base_dead
+            self.base_dead = grown
+        self.base_dead[slots] = True
         gone = [s for s in slots if self.new_keys.pop(s, None) is not None]
         if gone:
             drop = np.array(gone, np.int64)
@@ -105,12 +110,11 @@ class BandBuckets:
     def arrays(self, cap: int) -> dict[str, np.ndarray]:
         """Both levels folded into one base (what a saved graph holds): per table the keys
         ascending with their nodes, and each node's keys at its slot (`cap` rows)."""
-        dead = np.fromiter(self.base_dead, np.int64, len(self.base_dead))
         keys, slots = [], []
         for t in range(self.tables):
             bk, bs = self.base_keys[t], self.base_slots[t]
-            if dead.size:
-                live = ~np.isin(bs, dead)
+            if bs.size:
+                live = ~self.base_dead[bs]
                 bk, bs = bk[live], bs[live]
             k = np.concatenate([bk, self.delta_keys[t]])
             i = np.concatenate([bs, self.delta_slots[t]])
