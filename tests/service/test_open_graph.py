@@ -165,3 +165,32 @@ def test_closing_the_writer_saves_the_graph_once_enough_pages_wait(tmp_path, mon
     assert manifest.version == version + 1 and manifest.meta["graph"]["version"] == version
     with ServiceIndex(store, read_only=True) as ix:
         assert ix.graph_tail == 0 and _graph(ix) == built == _built_at_once(ix)
+
+
+def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_version(
+    tmp_path, monkeypatch
+):
+    """A writer may save a new graph folder and delete the old one between a reader's
+    reading the manifest and mapping the arrays: the reader reads the manifest again."""
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    store = tmp_path / "s"
+    texts = _texts(40, 11)
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:20])])
+        old = graph_name(read_manifest(store))
+        ix.apply([PageUpdate(f"http://y/{i}", text=t) for i, t in enumerate(texts[20:])])
+        built = _graph(ix)
+        new = graph_name(read_manifest(store))
+    assert old != new and not (store / old).exists()
+    real = index_module.read_arrays
+    names = []
+
+    def stale_first(store_, name, arrays):
+        names.append(name)
+        if len(names) == 1:  # the folder the reader first read of is gone
+            return real(store_, old, arrays)
+        return real(store_, name, arrays)
+
+    monkeypatch.setattr(index_module, "read_arrays", stale_first)
+    with ServiceIndex(store, read_only=True) as ix:
+        assert names == [new, new] and _graph(ix) == built

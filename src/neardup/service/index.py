@@ -72,7 +72,7 @@ from neardup.service.members import GroupMembers, Winners
 from neardup.service.pages import PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
-from neardup.service.scangraph import ScanGraph
+from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph
 from neardup.service.storage import (
     MAX_REDIRECTS,
     SERVICE_KIND,
@@ -287,7 +287,7 @@ class ServiceIndex:
         replayed; an index without them (older, or never saved) builds the graph at once,
         and a writer saves it."""
         self._opened = False  # until the whole version is in memory (what `close` may save)
-        manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+        manifest, state, saved = self._read_version()
         if self.writer is not None and state.pages.column("slot").null_count:
             manifest, state = self._give_slots(manifest, state)
         self.manifest = manifest
@@ -328,9 +328,6 @@ class ServiceIndex:
             for slot in has.tolist():
                 self.store_rows.put(t.url_at(slot), t.sigs[slot], t.lens[slot])
         with _no_collection():
-            saved = None
-            if self.graph_meta is not None and not slot_col.null_count:
-                saved = read_arrays(self.store, str(self.graph_meta["name"]))
             self.scan_graph = ScanGraph(self.settings, t, saved)
             if saved is None:  # no saved graph: built at once from the pages
                 self.graph_meta = None
@@ -351,6 +348,21 @@ class ServiceIndex:
         _return_freed()
         _settle()
         self._opened = True
+
+    def _read_version(self) -> tuple[Manifest, Segment, dict[str, np.ndarray] | None]:
+        """The last committed version, its state and its graph's arrays mapped (None: it
+        names none, or its pages have no slots yet). A writer may replace the graph folder
+        between our reading the manifest and mapping it; then the newer version is read."""
+        for _ in range(100):
+            manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+            name = graph_name(manifest)
+            if name is None or state.pages.column("slot").null_count:
+                return manifest, state, None
+            try:
+                return manifest, state, read_arrays(self.store, name, GRAPH_ARRAYS)
+            except FileNotFoundError:
+                time.sleep(0.01)
+        raise ServiceError(f"{self.store}: its files keep changing under this reader; try again")
 
     def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
         """Save the pages of an index written before slots were kept (issue 26) once as one
@@ -400,7 +412,9 @@ class ServiceIndex:
         assert self.graph_meta is not None
         done = self.scan_graph.verifications
         self.scan_graph = ScanGraph(
-            self.settings, self.pages, read_arrays(self.store, self.graph_meta["name"])
+            self.settings,
+            self.pages,
+            read_arrays(self.store, self.graph_meta["name"], GRAPH_ARRAYS),
         )
         self.scan_graph.verifications = done
 

@@ -368,15 +368,14 @@ def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray]) -> None:
     os.replace(tmp, final)
 
 
-def read_arrays(store: Path, name: str) -> dict[str, np.ndarray]:
-    """The `.npy` files of a folder, memory-mapped read-only: opening reads none of them,
-    and a mapping outlives the folder's removal by a writer that replaced it."""
+def read_arrays(store: Path, name: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The `.npy` files `names` of a folder, memory-mapped read-only: opening reads none of
+    them, and a mapping outlives the folder's removal by a writer that replaced it (a
+    folder removed before it was mapped raises FileNotFoundError)."""
+    folder = store / name
     # Plain array views of the maps: a `np.memmap` slice is a new memmap object each time,
     # several times slower to make than a view, and lookups slice them a lot.
-    return {
-        f.stem: np.load(f, mmap_mode="r").view(np.ndarray)
-        for f in sorted((store / name).glob("*.npy"))
-    }
+    return {k: np.load(folder / f"{k}.npy", mmap_mode="r").view(np.ndarray) for k in names}
 
 
 # ------------------------------------------------------------------ the writer lock

@@ -597,6 +597,23 @@ def _cat(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray]:
     return (np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype),)
 
 
+GRAPH_ARRAYS = (  # the files of a saved graph (`ScanGraph.arrays`)
+    "member",
+    "mfp",
+    "node",
+    "cls_fp",
+    "cls_slot",
+    "pair_keys",
+    "pair_counts",
+    "adj_u",
+    "adj_v",
+    "adj_s",
+    "band_keys",
+    "band_slots",
+    "node_keys",
+)
+
+
 def _empty(tables: int) -> dict[str, np.ndarray]:
     """The arrays of a graph of no page."""
     return {
