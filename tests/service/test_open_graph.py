@@ -16,9 +16,9 @@ import pytest
 import neardup.service.index as index_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.layout import GRAPH_PREFIX, graph_name, read_manifest
+from neardup.service.layout import GRAPH_PREFIX, GRAPH_SLEEP_HOOK, graph_name, read_manifest
 from neardup.service.scangraph import ScanGraph
-from neardup.service.storage import SLEEP_HOOK, TX_MARKER
+from neardup.service.storage import TX_MARKER
 
 
 def _texts(n: int, seed: int) -> list[str]:
@@ -104,39 +104,45 @@ KILL_SCRIPT = textwrap.dedent("""
 def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_version(
     tmp_path, monkeypatch
 ):
-    """kill -9 while a batch is half written (its graph arrays written, its pages, not its
-    manifest): the last committed version opens whole, graph and groups, and goes on."""
+    """kill -9 once a batch is committed and its graph's arrays are written, before the
+    manifest naming them: the last committed version (the batch, with the older arrays)
+    opens whole, its pages replayed into the older arrays, and the writer goes on."""
     monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "s"
     texts = _texts(60, 7)
     with ServiceIndex(store) as ix:
         ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:40])])
-        before = _graph(ix)
-        groups = {frozenset(m) for m in ix.groups.values() if m}
     manifest = read_manifest(store)
     assert manifest is not None and graph_name(manifest) is not None
     proc = subprocess.Popen(
         [sys.executable, "-c", KILL_SCRIPT, str(store), *texts[40:]],
-        env={**os.environ, SLEEP_HOOK: "60"},
+        env={**os.environ, GRAPH_SLEEP_HOOK: "60"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     try:
         assert TX_MARKER in proc.stdout.readline()
-        # the new graph folder is complete on disk, the manifest still names the old one
+        # the batch is committed, its graph folder complete on disk, named by no manifest
+        during = read_manifest(store)
+        assert during.version == manifest.version + 1
+        assert graph_name(during) == graph_name(manifest)
         assert len(list(store.glob(f"{GRAPH_PREFIX}*[0-9]"))) == 2
-        assert read_manifest(store) == manifest
     finally:
         proc.kill()
         proc.wait()
     with ServiceIndex(store, read_only=True) as ix:
-        assert _graph(ix) == before == _built_at_once(ix)
-        assert {frozenset(m) for m in ix.groups.values() if m} == groups
+        assert ix.graph_tail > 0  # the batch's pages, replayed into the older arrays
+        assert "http://k/0" in ix.pages
+        before = _graph(ix)
+        assert before == _built_at_once(ix)
+        groups = {frozenset(m) for m in ix.groups.values() if m}
         assert ix.consistency_errors() == []
-    with ServiceIndex(store) as ix:  # the writer clears the leftovers and goes on
+    with ServiceIndex(store) as ix:  # the writer clears the leftover and goes on
         assert [p.name for p in store.glob(f"{GRAPH_PREFIX}*")] == [graph_name(manifest)]
-        ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(texts[40:])])
+        assert _graph(ix) == before
+        assert {frozenset(m) for m in ix.groups.values() if m} == groups
+        ix.apply([PageUpdate(f"http://z/{i}", text=t) for i, t in enumerate(texts[:20])])
         after = _graph(ix)
         assert after == _built_at_once(ix) and after != before
     with ServiceIndex(store, read_only=True) as ix:

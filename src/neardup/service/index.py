@@ -124,6 +124,7 @@ class ServiceIndex:
         self.lock = threading.RLock()
         self._commit_lock = threading.Lock()  # the manifest: a batch's commit, a merge's
         self._merging = threading.Lock()  # one merge at a time, outside `lock`
+        self._writing = threading.Lock()  # one batch at a time, until its graph is saved
         if read_only:
             if not has_index(self.store):
                 raise ServiceError(f"{self.store} holds no service index to open read-only")
@@ -382,41 +383,32 @@ class ServiceIndex:
         return new, seg
 
     def _save_graph_now(self) -> None:
-        """Save the graph of the committed pages (an index opened without saved arrays) and
-        commit a version naming it: the next opening maps it."""
+        """Save the graph's arrays (`ScanGraph.arrays`: the graph of the committed pages,
+        overlay folded in) as a `graph-N/` folder and commit a version naming it, with the
+        same segments: the next opening maps it. A kill before that commit leaves a folder
+        no manifest names (removed by the next writer). Then the graph is mapped from the
+        new folder (its overlay dropped from memory) and the old folder removed (a reader
+        that mapped it keeps its mapping)."""
         with self._commit_lock:
             old = self.manifest
-            version = old.version + 1
-            self._save_graph(old.version)
-            new = Manifest(version, old.segments, old.rows, self._meta(self.next_group))
-            commit(self.store, new)
+            name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
+            write_arrays(self.store, name, self.scan_graph.arrays(), hook=True)
+            before = self.graph_meta
+            self.graph_meta = {"name": name, "version": old.version}
+            try:
+                new = Manifest(old.version + 1, old.segments, old.rows, self._meta(self.next_group))
+                commit(self.store, new)
+            except BaseException:
+                self.graph_meta = before
+                raise
             self.manifest = new
-        self._graph_saved()
-
-    def _save_graph(self, pages_version: int) -> None:
-        """Write the graph's arrays (`ScanGraph.arrays`) as `graph-N/`, the state of the pages
-        at `pages_version`; it counts once a manifest names it (`graph_meta`)."""
-        self._old_graph = graph_name(self.manifest)
-        name = f"{GRAPH_PREFIX}{pages_version:08d}"
-        write_arrays(self.store, name, self.scan_graph.arrays())
-        self.graph_meta = {"name": name, "version": pages_version}
-        self.graph_tail = 0
-
-    def _graph_saved(self) -> None:
-        """After the commit naming a new graph folder: the old folder goes, and the graph is
-        mapped from the new one (its overlays of changes dropped from memory)."""
-        old = getattr(self, "_old_graph", None)
-        if old is not None and self.graph_meta is not None and old != self.graph_meta["name"]:
-            shutil.rmtree(self.store / old, ignore_errors=True)
-        self._old_graph = None
-        assert self.graph_meta is not None
-        done = self.scan_graph.verifications
-        self.scan_graph = ScanGraph(
-            self.settings,
-            self.pages,
-            read_arrays(self.store, self.graph_meta["name"], GRAPH_ARRAYS),
-        )
-        self.scan_graph.verifications = done
+        mapped = ScanGraph(self.settings, self.pages, read_arrays(self.store, name, GRAPH_ARRAYS))
+        with self.lock:
+            mapped.verifications = self.scan_graph.verifications
+            self.scan_graph = mapped
+            self.graph_tail = 0
+        if before is not None:
+            shutil.rmtree(self.store / str(before["name"]), ignore_errors=True)
 
     def close(self) -> None:
         """Save the graph's arrays if many pages were written since they were (so the next
@@ -619,14 +611,19 @@ class ServiceIndex:
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
-        with self.lock, _no_collection():
-            try:
-                report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
-                self._write(dirty_pages, dirty_groups, dropped)
-                self.pages.settle()
-            except BaseException:
-                self._load()  # memory never runs ahead of the last commit
-                raise
+        with self._writing:  # one batch at a time, its graph saved before the next
+            with self.lock, _no_collection():
+                try:
+                    report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
+                    self._write(dirty_pages, dirty_groups, dropped)
+                    self.pages.settle()
+                except BaseException:
+                    self._load()  # memory never runs ahead of the last commit
+                    raise
+            # After the lock: saving the graph only reads it, as reads do, so they need not
+            # wait for it (the next batch does, holding `_writing`).
+            if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):
+                self._save_graph_now()
         self._merge_due()  # after the lock: reads need not wait for a merge
         _settle()
         report.seconds = time.perf_counter() - t0
@@ -666,9 +663,6 @@ class ServiceIndex:
                 self.pages, self.groups, self.winners, dirty, groups, dropped, version
             )
             self.graph_tail += seg.pages.num_rows
-            saving = self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE)
-            if saving:  # before the segment: a kill in between leaves the last version
-                self._save_graph(version)
             name = segment_name(version)
             write_segment(self.store, name, seg, hook=True)
             new = Manifest(
@@ -679,8 +673,6 @@ class ServiceIndex:
             )
             commit(self.store, new)
             self.manifest = new
-        if saving:
-            self._graph_saved()
 
     def _merge_due(self) -> None:
         """Merge the newest segments while `merge_plan` asks for it, each merge committed as

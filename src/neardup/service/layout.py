@@ -60,6 +60,9 @@ GRAPH_PREFIX = "graph-"
 # not yet, manifest not yet), printing a marker first, so a test can kill the process there.
 SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
 TX_MARKER = "neardup-service: inside transaction"
+# Test hook: seconds to sleep once a graph folder is written and before the manifest naming
+# it, printing `TX_MARKER` first, so a test can kill the process there.
+GRAPH_SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_GRAPH"
 
 PAGE_SCHEMA = pa.schema(
     [
@@ -352,7 +355,7 @@ def graph_name(manifest: Manifest | None) -> str | None:
     return None if got is None else str(got["name"])
 
 
-def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray]) -> None:
+def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray], hook: bool = False) -> None:
     """A folder of `.npy` files written completely (under a temporary name, flushed, then
     renamed); it counts only once a manifest committed after it names it."""
     final = store / name
@@ -366,6 +369,10 @@ def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray]) -> None:
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
     os.replace(tmp, final)
+    delay = os.environ.get(GRAPH_SLEEP_HOOK) if hook else None
+    if delay:
+        print(TX_MARKER, flush=True)
+        time.sleep(float(delay))
 
 
 def read_arrays(store: Path, name: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
