@@ -87,6 +87,7 @@ class ScanGraph:
         self.pair_keys, self.pair_counts = a["pair_keys"], a["pair_counts"]
         self.pair_over: dict[int, int] = {}  # packed pair -> tables emitting it (0: none)
         self.adj_u, self.adj_v, self.adj_s = a["adj_u"], a["adj_v"], a["adj_s"]
+        self.adj_ptr = a["adj_ptr"]  # node u's edges: adj_v[adj_ptr[u] : adj_ptr[u + 1]]
         self.adj_over: dict[int, dict[int, float]] = {}
         self.buckets = BandBuckets(self.bands, a["band_keys"], a["band_slots"], a["node_keys"])
 
@@ -133,6 +134,17 @@ class ScanGraph:
             got = self.cls_over[fp] = set(self.class_members(fp))
         return got
 
+    def _classes_mut(self, fps: Collection[int]) -> None:
+        """`_class_mut` of many classes, their saved members found with one search for all
+        (a batch's classes: nearly all new, or of one page)."""
+        todo = np.fromiter((fp for fp in fps if fp not in self.cls_over), np.int64)
+        if not todo.size:
+            return
+        lo = self.cls_fp.searchsorted(todo, "left").tolist()
+        hi = self.cls_fp.searchsorted(todo, "right").tolist()
+        for fp, a, b in zip(todo.tolist(), lo, hi, strict=True):
+            self.cls_over[fp] = set(self.cls_slot[a:b].tolist()) if b > a else set()
+
     def _rep(self, fp: int) -> int | None:
         """A class's representative: its one member that is a node."""
         return next((s for s in self.class_members(fp) if self.node[s]), None)
@@ -142,7 +154,9 @@ class ScanGraph:
         got = self.adj_over.get(u)
         if got is not None:
             return got
-        lo, hi = _run(self.adj_u, u)
+        if u + 1 >= self.adj_ptr.size:
+            return {}
+        lo, hi = int(self.adj_ptr[u]), int(self.adj_ptr[u + 1])
         return dict(zip(self.adj_v[lo:hi].tolist(), self.adj_s[lo:hi].tolist(), strict=True))
 
     def _adj_mut(self, u: int) -> dict[int, float]:
@@ -251,6 +265,7 @@ class ScanGraph:
         uu, vv, ss = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([s, s])
         o = np.lexsort((vv, uu))
         self.adj_u, self.adj_v, self.adj_s = uu[o], vv[o].astype(np.int32), ss[o]
+        self.adj_ptr = _pointers(self.adj_u, self.member.size)
 
     def replay(self, slots: np.ndarray) -> None:
         """Bring graph arrays saved at an older version up to the page table: the pages
@@ -322,6 +337,7 @@ class ScanGraph:
             "pair_keys": pk[po],
             "pair_counts": pc_[po].astype(np.int16),
             "adj_u": uu[eo],
+            "adj_ptr": _pointers(uu[eo], n),
             "adj_v": vv[eo].astype(np.int32),
             "adj_s": ss[eo],
             **self.buckets.arrays(n),
@@ -360,6 +376,7 @@ class ScanGraph:
         for s in [*gone, *put]:
             if self.member[s]:
                 fps.add(int(self.mfp[s]))
+        self._classes_mut(fps)
         old_rep = {fp: self._rep(fp) for fp in fps}
         for s in [*gone, *put]:
             if self.member[s]:
@@ -593,6 +610,14 @@ def _run(sorted_keys: np.ndarray, key: int) -> tuple[int, int]:
     return lo, hi
 
 
+def _pointers(sorted_nodes: np.ndarray, n: int) -> np.ndarray:
+    """Where each node's run starts in a node-sorted edge array (n + 1 offsets, CSR): a
+    node's edges are found without a search."""
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(sorted_nodes, minlength=n)[:n], out=ptr[1:])
+    return ptr
+
+
 def _cat(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray]:
     return (np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype),)
 
@@ -606,6 +631,7 @@ GRAPH_ARRAYS = (  # the files of a saved graph (`ScanGraph.arrays`)
     "pair_keys",
     "pair_counts",
     "adj_u",
+    "adj_ptr",
     "adj_v",
     "adj_s",
     "band_keys",
@@ -625,6 +651,7 @@ def _empty(tables: int) -> dict[str, np.ndarray]:
         "pair_keys": np.zeros(0, np.int64),
         "pair_counts": np.zeros(0, np.int16),
         "adj_u": np.zeros(0, np.int64),
+        "adj_ptr": np.zeros(1, np.int64),
         "adj_v": np.zeros(0, np.int32),
         "adj_s": np.zeros(0, np.float32),
         "band_keys": np.zeros((tables, 0), np.int64),
