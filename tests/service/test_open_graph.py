@@ -200,3 +200,24 @@ def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_versio
     monkeypatch.setattr(index_module, "read_arrays", stale_first)
     with ServiceIndex(store, read_only=True) as ix:
         assert names == [new, new] and _graph(ix) == built
+
+
+def test_graph_arrays_missing_a_file_are_built_again(tmp_path, monkeypatch):
+    """A graph folder the manifest names but that lacks one of its files (not arrays this
+    neardup reads) is no error: the graph is built at once, and a writer saves it anew."""
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    store = tmp_path / "s"
+    texts = _texts(40, 12)
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts)])
+        built = _graph(ix)
+    old = graph_name(read_manifest(store))
+    (store / old / "adj_ptr.npy").unlink()
+    with ServiceIndex(store, read_only=True) as ix:
+        assert ix.graph_meta is None and _graph(ix) == built
+    with ServiceIndex(store) as ix:
+        assert _graph(ix) == built
+        new = graph_name(read_manifest(store))
+        assert new is not None and new != old and (store / new / "adj_ptr.npy").is_file()
+    with ServiceIndex(store, read_only=True) as ix:
+        assert ix.graph_meta["name"] == new and _graph(ix) == built
