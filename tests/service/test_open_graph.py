@@ -176,30 +176,34 @@ def test_closing_the_writer_saves_the_graph_once_enough_pages_wait(tmp_path, mon
 def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_version(
     tmp_path, monkeypatch
 ):
-    """A writer may save a new graph folder and delete the old one between a reader's
-    reading the manifest and mapping the arrays: the reader reads the manifest again."""
+    """A writer may save a new graph folder, commit, and delete the old folder between a
+    reader's reading the manifest and mapping the arrays: the reader reads the manifest
+    again and maps the new folder."""
     monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "s"
     texts = _texts(40, 11)
     with ServiceIndex(store) as ix:
         ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:20])])
         old = graph_name(read_manifest(store))
+        before = (store / "manifest.json").read_text()
         ix.apply([PageUpdate(f"http://y/{i}", text=t) for i, t in enumerate(texts[20:])])
         built = _graph(ix)
         new = graph_name(read_manifest(store))
+        after = (store / "manifest.json").read_text()
     assert old != new and not (store / old).exists()
+    (store / "manifest.json").write_text(before)  # what the reader read first
     real = index_module.read_arrays
     names = []
 
-    def stale_first(store_, name, arrays):
+    def writer_commits_first(store_, name, arrays):
         names.append(name)
-        if len(names) == 1:  # the folder the reader first read of is gone
-            return real(store_, old, arrays)
+        if len(names) == 1:  # the writer commits the new version before this mapping
+            (store / "manifest.json").write_text(after)
         return real(store_, name, arrays)
 
-    monkeypatch.setattr(index_module, "read_arrays", stale_first)
+    monkeypatch.setattr(index_module, "read_arrays", writer_commits_first)
     with ServiceIndex(store, read_only=True) as ix:
-        assert names == [new, new] and _graph(ix) == built
+        assert names == [old, new] and _graph(ix) == built
 
 
 def test_graph_arrays_missing_a_file_are_built_again(tmp_path, monkeypatch):
