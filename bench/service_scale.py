@@ -297,7 +297,7 @@ def component_cost(sizes: tuple[int, ...] = (100, 1000, 5000), updates: int = 20
                 rep = ix.apply([PageUpdate(url, text=variant(m + j))])
                 times.append(rep.seconds)
             biggest = max(len(g) for g in ix.groups.values())
-        edges = sum(len(v) for v in ix.scan_graph.adj.values()) // 2
+        edges = ix.scan_graph.edge_count()
         out.append(
             {
                 "component": m,

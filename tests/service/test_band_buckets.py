@@ -1,4 +1,5 @@
-"""The service's array band index against a plain dict of sets, through merges and leaves."""
+"""The service's band index (mapped base + in-memory delta) against a plain dict of sets,
+through leaves, re-entries and folds into a new base (what saving the graph does)."""
 
 from __future__ import annotations
 
@@ -11,87 +12,101 @@ from neardup.service.band_buckets import BandBuckets
 TABLES = 3
 
 
-def reference_members(ref: dict[str, np.ndarray], keys: list[np.ndarray], at_least: int):
-    out: dict[tuple[int, int], set[str]] = {}
-    for url, ks in ref.items():
+def reference_members(ref: dict[int, np.ndarray], keys: list[np.ndarray], at_least: int):
+    out: dict[tuple[int, int], set[int]] = {}
+    for slot, ks in ref.items():
         for t in range(TABLES):
             if ks[t] in set(keys[t].tolist()):
-                out.setdefault((t, int(ks[t])), set()).add(url)
+                out.setdefault((t, int(ks[t])), set()).add(slot)
     return {b: m for b, m in out.items() if len(m) >= at_least}
+
+
+def folded(bb: BandBuckets, cap: int) -> BandBuckets:
+    """The index saved and opened again: both levels folded into a new base."""
+    a = bb.arrays(cap)
+    return BandBuckets(TABLES, a["band_keys"], a["band_slots"], a["node_keys"])
+
+
+def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
+    wanted = [np.arange(7, dtype=np.int64) for _ in range(TABLES)]
+    for at_least in (1, 2):
+        got = {b: set(m) for b, m in bb.members(wanted, at_least).items()}
+        assert got == reference_members(ref, wanted, at_least)
+    for slot, ks in ref.items():
+        assert bb.keys_of(slot).tolist() == ks.tolist()
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
         st.tuples(
-            st.booleans(), st.integers(0, 40), st.lists(st.integers(0, 6), min_size=3, max_size=3)
+            st.booleans(),
+            st.integers(0, 40),
+            st.lists(st.integers(0, 6), min_size=3, max_size=3),
+            st.booleans(),
         ),
         min_size=1,
         max_size=120,
     )
 )
 def test_members_equal_a_dict_of_sets(ops):
-    """Adds (with few distinct keys, so buckets fill) and leaves in any order; small batches
-    so that the delta is merged into the base many times."""
+    """Adds (with few distinct keys, so buckets fill), leaves and re-entries of one slot with
+    other keys, in any order, with folds into a new base between them."""
     bb = BandBuckets(TABLES)
-    ref: dict[str, np.ndarray] = {}
-    for add, n, keys in ops:
-        url = f"u{n}"
-        if url in ref:
-            bb.remove([url])
-            del ref[url]
+    ref: dict[int, np.ndarray] = {}
+    for add, slot, keys, fold in ops:
+        if slot in ref:
+            bb.remove([slot])
+            del ref[slot]
         if add:
             ks = np.array([keys], dtype=np.int64)
-            bb.add([url], ks)
-            ref[url] = ks[0]
-        assert set(ref) == {u for u in ref if u in bb} and len(bb) == len(ref)
-    wanted = [np.arange(7, dtype=np.int64) for _ in range(TABLES)]
-    for at_least in (1, 2):
-        got = {b: set(m) for b, m in bb.members(wanted, at_least).items()}
-        assert got == reference_members(ref, wanted, at_least)
-    for url, ks in ref.items():
-        assert bb.keys_of(url).tolist() == ks.tolist()
+            bb.add([slot], ks)
+            ref[slot] = ks[0]
+        if fold:
+            bb = folded(bb, 41)
+    check(bb, ref)
+    check(folded(bb, 41), ref)
 
 
-def test_large_batches_merge_into_the_base_and_drop_dead_nodes():
+def test_large_batches_with_leaves_and_folds():
     rng = np.random.default_rng(1)
     bb = BandBuckets(TABLES)
-    ref: dict[str, np.ndarray] = {}
+    ref: dict[int, np.ndarray] = {}
     for step in range(6):
-        urls = [f"p{step}-{i}" for i in range(30_000)]
-        keys = rng.integers(0, 50_000, size=(len(urls), TABLES), dtype=np.int64)
-        bb.add(urls, keys)
-        ref.update(zip(urls, keys, strict=True))
-        gone = [u for u in list(ref)[::3] if u in ref]
+        slots = list(range(step * 30_000, (step + 1) * 30_000))
+        keys = rng.integers(0, 50_000, size=(len(slots), TABLES), dtype=np.int64)
+        bb.add(slots, keys)
+        ref.update(zip(slots, keys, strict=True))
+        gone = list(ref)[::3]
         bb.remove(gone)
-        for u in gone:
-            del ref[u]
-    # the levels hold only live entries after a merge, every live node is found, and the
-    # ids were numbered again once most of them belonged to nodes that left
-    assert bb.base.size > 0
-    assert len(bb.url_of) <= 2 * max(len(ref), 1024) + 30_000
+        for s in gone:
+            del ref[s]
+        if step % 2:
+            bb = folded(bb, 180_000)
+            assert bb.base_keys.shape == (TABLES, len(ref))  # dead entries dropped
     sample = rng.choice(len(ref), 200, replace=False)
-    urls = list(ref)
-    wanted = [np.unique([ref[urls[i]][t] for i in sample]) for t in range(TABLES)]
+    slots = list(ref)
+    wanted = [np.unique([ref[slots[i]][t] for i in sample]) for t in range(TABLES)]
     got = {b: set(m) for b, m in bb.members(wanted, 1).items()}
     assert got == reference_members(ref, wanted, 1)
 
 
-def test_churn_keeps_slots_bounded_and_members_right():
+def test_churn_of_the_same_slots_stays_exact():
     """The same 2,000 pages replaced again and again (a service re-crawling its pages): the
-    slots stay within a small multiple of the live nodes, and lookups stay exact."""
+    base entries of a slot that left never count again, folded or not."""
     rng = np.random.default_rng(2)
     bb = BandBuckets(TABLES)
-    ref: dict[str, np.ndarray] = {}
-    urls = [f"u{i}" for i in range(2000)]
-    for _ in range(40):
-        keys = rng.integers(0, 3000, size=(len(urls), TABLES), dtype=np.int64)
-        bb.remove([u for u in urls if u in ref])
-        bb.add(urls, keys)
-        ref = dict(zip(urls, keys, strict=True))
-        assert len(bb.url_of) <= 2 * 2 * 2000 + 2000
+    ref: dict[int, np.ndarray] = {}
+    slots = list(range(2000))
+    for i in range(40):
+        keys = rng.integers(0, 3000, size=(len(slots), TABLES), dtype=np.int64)
+        bb.remove([s for s in slots if s in ref])
+        bb.add(slots, keys)
+        ref = dict(zip(slots, keys, strict=True))
+        if i % 7 == 3:
+            bb = folded(bb, 2000)
     wanted = [np.unique(np.stack(list(ref.values()))[:, t]) for t in range(TABLES)]
     got = {b: set(m) for b, m in bb.members(wanted, 1).items()}
     assert got == reference_members(ref, wanted, 1)
-    for url, ks in ref.items():
-        assert bb.keys_of(url).tolist() == ks.tolist()
+    for s, ks in ref.items():
+        assert bb.keys_of(s).tolist() == ks.tolist()

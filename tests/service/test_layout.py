@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,15 +15,18 @@ import time
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
 from neardup.service import IndexBusy, PageUpdate, ServiceError, ServiceIndex, open_index
 from neardup.service.layout import (
+    GRAPH_PREFIX,
     LEGACY_DB,
     MANIFEST,
     SEG_PREFIX,
+    graph_name,
     merge_plan,
     read_manifest,
     read_state,
@@ -328,3 +332,47 @@ def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
         fourth.join(30)
     assert read_manifest(store).rows == [20] and ix.consistency_errors() == []
     ix.close()
+
+
+def test_an_index_written_before_slots_gets_them_once(tmp_path):
+    """Segments without the `slot` and `version` columns (and no graph arrays), as neardup
+    wrote them before the graph was saved: a reader opens them as they are (slots in row
+    order, the graph built at once); the first writer saves them once as one segment with
+    slots, and saves the graph; every opening answers alike."""
+    store = tmp_path / "s"
+    texts = _texts(60, 3)
+    with ServiceIndex(store) as ix:
+        for i in range(0, 60, 6):  # ten batches: several segments, some merged
+            ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(i, i + 6)])
+        ix.apply([PageUpdate(f"http://x/{j}", text=texts[j + 1]) for j in range(0, 30, 4)])
+        ix.apply([PageUpdate("http://x/1", text=texts[50]), PageUpdate("http://y/1", text="a b")])
+        want = _everything(ix)
+        groups = {frozenset(m) for m in ix.groups.values() if m}
+        graph = ix.scan_graph.view()
+    manifest = read_manifest(store)
+    assert len(manifest.segments) > 1
+    for name in manifest.segments:  # as an older neardup wrote them
+        path = store / name / "pages.parquet"
+        pq.write_table(pq.read_table(path).drop_columns(["slot", "version"]), path)
+    manifest.meta.pop("graph", None)
+    (store / MANIFEST).write_text(manifest.to_json())
+    for p in store.glob(f"{GRAPH_PREFIX}*"):
+        shutil.rmtree(p)
+    with ServiceIndex(store, read_only=True) as ix:
+        assert _everything(ix) == want
+        assert {frozenset(m) for m in ix.groups.values() if m} == groups
+        assert ix.scan_graph.view() == graph
+    assert read_manifest(store) == manifest  # a reader writes nothing
+    with ServiceIndex(store) as ix:
+        assert _everything(ix) == want and ix.scan_graph.view() == graph
+    after = read_manifest(store)
+    assert len(after.segments) == 1 and graph_name(after) is not None
+    state = read_state(store, after)
+    assert state.pages.column("slot").to_pylist() == list(range(state.pages.num_rows))
+    with ServiceIndex(store, read_only=True) as ix:
+        assert _everything(ix) == want
+        assert {frozenset(m) for m in ix.groups.values() if m} == groups
+        assert ix.scan_graph.view() == graph
+    with ServiceIndex(store) as ix:  # and it goes on
+        ix.apply([PageUpdate("http://x/new", text=texts[5])])
+        assert ix.status("http://x/new")["group_id"] == ix.status("http://x/5")["group_id"]

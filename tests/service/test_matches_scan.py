@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import neardup.service.index as index_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
 from neardup.synth.corpus import stdlib_documents
@@ -63,6 +64,8 @@ CONFIGS = {
     # Most buckets above the cap: their candidates are chains in page-key order.
     "chains": Settings(max_bucket_pairs=2),
     "center": Settings(cluster_rule="center", threshold=0.7),
+    # Chains again, with the graph's arrays saved after every batch (and mapped on reopening).
+    "saved": Settings(max_bucket_pairs=2),
 }
 
 
@@ -75,9 +78,12 @@ CONFIGS = {
 )
 @given(batches=st.lists(st.lists(op, min_size=1, max_size=12), min_size=2, max_size=6))
 def test_updates_give_the_partition_of_a_scan_of_the_final_pages(
-    config, batches, tmp_path_factory, scanned
+    config, batches, tmp_path_factory, scanned, monkeypatch
 ):
     cfg = CONFIGS[config]
+    if config == "saved":
+        monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+        monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
     pool = texts()
     base = tmp_path_factory.mktemp(config)
     store = base / "store"
@@ -104,6 +110,8 @@ def test_updates_give_the_partition_of_a_scan_of_the_final_pages(
         live = {u: t for u, t in final.items() if t is not None}
         got = {frozenset(m) for m in ix.groups.values() if m}
         assert ix.consistency_errors() == []
+        if config == "saved" and ix.manifest.version > 1:  # every batch saved the arrays
+            assert ix.graph_meta is not None
     finally:
         ix.close()
     if not live:

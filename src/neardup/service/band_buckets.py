@@ -1,17 +1,18 @@
-"""The service's LSH band index: which nodes share a band key, in arrays, not one set each.
+"""The service's LSH band index: which nodes share a band key, in sorted arrays.
 
-Why: the first version kept a Python set per (table, key). Nearly every bucket holds one
-page, so a million pages cost 18 million sets (about 5.7 KB a page, 1.5 GB at 100,000 pages
-measured). Here each table is a sorted array of (key, node id) pairs, the layout of a
-log-structured merge tree with two levels: a large *base* and a small *delta* that takes each
-batch's new nodes, re-sorted per batch and merged into the base once it outgrows an eighth of
-it, so inserting costs amortised O(log n) array work per key and no Python object. A node that
-leaves is only marked dead (its entries are skipped on lookup and dropped at the next merge),
-and an id is never given twice while an entry may hold it, so an entry can never point at the
-wrong page; once most ids belong to nodes that left, the live ones are numbered again.
+Why: the first version kept a Python set per (table, key) (about 5.7 KB a page), the second
+sorted arrays rebuilt on every opening (half of the opening time). Here each table is a
+sorted array of (key, node slot) pairs in two levels, as a log-structured merge tree keeps
+them: a *base*, the arrays saved with the index's graph files and memory-mapped on opening
+(read, never written: nothing is built or copied to open), and a small in-memory *delta*
+that takes the nodes that entered since, re-sorted per batch. A node that leaves is removed
+from the delta at once and marked dead for the base (its base entries are skipped on
+lookup); the next saved graph (`ScanGraph.arrays`) folds both levels into one base again.
 
-Per page this holds, for each of the T tables, an 8-byte key and a 4-byte id (about 216
-bytes at T = 18), plus the node's own keys (8 T bytes) to find its entries when it leaves.
+A node is a page slot, which never changes (`pages.PageTable`), so the saved arrays stay
+valid from one version to the next. A node's own band keys (to find its entries when it
+leaves) are a (slots, tables) matrix saved likewise, with the keys of nodes that entered
+since in a dict.
 """
 
 from __future__ import annotations
@@ -24,138 +25,112 @@ _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
 
 
-class _Level:
-    """One sorted run per table: keys[t] ascending, ids[t] the node of each key."""
-
-    def __init__(self, tables: int) -> None:
-        self.keys = [_EMPTY_KEYS] * tables
-        self.ids = [_EMPTY_IDS] * tables
-
-    @property
-    def size(self) -> int:
-        return int(self.keys[0].size) if self.keys else 0
-
-    def merge(self, keys: list[np.ndarray], ids: list[np.ndarray], alive: np.ndarray) -> None:
-        """Merge sorted runs in (per table: `keys[t]` with `ids[t]`), dropping dead nodes.
-        Both sides are sorted, so the stable sort (a merge sort that finds runs) is linear."""
-        for t in range(len(self.keys)):
-            k = np.concatenate([self.keys[t], keys[t]])
-            i = np.concatenate([self.ids[t], ids[t]])
-            keep = alive[i]
-            k, i = k[keep], i[keep]
-            order = np.argsort(k, kind="stable")
-            self.keys[t], self.ids[t] = k[order], i[order]
-
-    def lookup(self, t: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query index, node id) of every entry of table `t` whose key is one of `keys`."""
-        return key_hits(self.keys[t], self.ids[t], keys)
-
-
 class BandBuckets:
-    """Nodes (page URLs) by LSH band key, one table per band."""
+    """Nodes (page slots) by LSH band key, one table per band."""
 
-    def __init__(self, tables: int) -> None:
+    def __init__(
+        self,
+        tables: int,
+        base_keys: np.ndarray | None = None,
+        base_slots: np.ndarray | None = None,
+        node_keys: np.ndarray | None = None,
+    ) -> None:
+        """`base_keys[t]` ascending with `base_slots[t]` the node of each key (tables x
+        entries), `node_keys[slot]` each base node's keys: a saved graph's arrays."""
         self.tables = tables
-        self.base = _Level(tables)
-        self.delta = _Level(tables)
-        self.id_of: dict[str, int] = {}
-        self.url_of: list[str | None] = []  # None once the node left
-        self.alive = np.zeros(1024, dtype=bool)  # capacity grows by a quarter over the need
-        self.node_keys = np.zeros((1024, tables), dtype=np.int64)
-        self.dead = 0  # entries of dead nodes still in the levels
+        self.base_keys = np.zeros((tables, 0), np.int64) if base_keys is None else base_keys
+        self.base_slots = np.zeros((tables, 0), np.int32) if base_slots is None else base_slots
+        self.base_node_keys = np.zeros((0, tables), np.int64) if node_keys is None else node_keys
+        # Per slot: the node left since the base was saved (its base entries no longer hold).
+        self.base_dead = np.zeros(max(self.base_node_keys.shape[0], 1024), bool)
+        self.delta_keys = [_EMPTY_KEYS] * tables
+        self.delta_slots = [_EMPTY_IDS] * tables
+        self.new_keys: dict[int, np.ndarray] = {}  # keys of the nodes in the delta
 
-    def __contains__(self, url: object) -> bool:
-        return url in self.id_of
-
-    def __len__(self) -> int:
-        return len(self.id_of)
-
-    def keys_of(self, url: str) -> np.ndarray:
+    def keys_of(self, slot: int) -> np.ndarray:
         """The band keys of a node (one per table)."""
-        return self.node_keys[self.id_of[url]]
+        got = self.new_keys.get(slot)
+        return self.base_node_keys[slot] if got is None else got
 
     def members(
         self, keys: list[np.ndarray], at_least: int = 2
-    ) -> dict[tuple[int, int], list[str]]:
-        """The live nodes of the buckets with keys `keys[t]` (distinct) in table t, for the
-        buckets holding `at_least` nodes: {(table, key): nodes in any order}. Buckets of
+    ) -> dict[tuple[int, int], list[int]]:
+        """The nodes of the buckets with keys `keys[t]` (distinct) in table t, for the
+        buckets holding `at_least` nodes: {(table, key): slots in any order}. Buckets of
         one node hold no candidate pair, and they are nearly all of them, so they are
         counted in arrays and never listed."""
-        out: dict[tuple[int, int], list[str]] = {}
-        if not self.id_of:
-            return out
+        out: dict[tuple[int, int], list[int]] = {}
         for t, wanted in enumerate(keys):
             if not wanted.size:
                 continue
-            found = [level.lookup(t, wanted) for level in (self.base, self.delta)]
-            qi = np.concatenate([q for q, _ in found])
-            ids = np.concatenate([i for _, i in found])
-            live = self.alive[ids]
-            qi, ids = qi[live], ids[live]
+            qb, ib = key_hits(self.base_keys[t], self.base_slots[t], wanted)
+            if ib.size:
+                live = ~self.base_dead[ib]
+                qb, ib = qb[live], ib[live]
+            qd, idl = key_hits(self.delta_keys[t], self.delta_slots[t], wanted)
+            qi = np.concatenate([qb, qd])
+            ids = np.concatenate([ib.astype(np.int64), idl.astype(np.int64)])
             big = np.bincount(qi, minlength=wanted.size) >= at_least
             keep = big[qi]
             for k, i in zip(wanted[qi[keep]].tolist(), ids[keep].tolist(), strict=True):
-                url = self.url_of[i]
-                assert url is not None
-                out.setdefault((t, k), []).append(url)
+                out.setdefault((t, k), []).append(i)
         return out
 
-    def remove(self, urls: list[str]) -> None:
-        """Take nodes out (their entries are skipped from now on)."""
-        for url in urls:
-            i = self.id_of.pop(url)
-            self.alive[i] = False
-            self.url_of[i] = None
-            self.dead += 1
-
-    def add(self, urls: list[str], keys: np.ndarray) -> None:
-        """Put new nodes in with their band keys (len(urls) x tables)."""
-        if not urls:
+    def remove(self, slots: list[int]) -> None:
+        """Take nodes out: out of the delta now, skipped in the base from now on."""
+        if not slots:
             return
-        first, n = len(self.url_of), len(urls)
-        if first + n > self.alive.size:  # a quarter more than needed: amortised O(1) a node
-            cap = first + n + (first + n) // 4
-            alive = np.zeros(cap, dtype=bool)
-            alive[:first] = self.alive[:first]
-            node_keys = np.zeros((cap, self.tables), dtype=np.int64)
-            node_keys[:first] = self.node_keys[:first]
-            self.alive, self.node_keys = alive, node_keys
-        ids = np.arange(first, first + n, dtype=np.int32)
-        for url, i in zip(urls, ids.tolist(), strict=True):
-            self.id_of[url] = i
-        self.url_of.extend(urls)
-        self.alive[first : first + n] = True
-        self.node_keys[first : first + n] = keys
-        runs_k, runs_i = [], []
-        for t in range(self.tables):
-            order = np.argsort(keys[:, t], kind="stable")
-            runs_k.append(np.ascontiguousarray(keys[order, t], dtype=np.int64))
-            runs_i.append(ids[order])
-        self.delta.merge(runs_k, runs_i, self.alive)
-        if self.delta.size * 8 > max(self.base.size, 65536) or self.dead * 4 > len(self.id_of):
-            self.base.merge(self.delta.keys, self.delta.ids, self.alive)
-            self.delta = _Level(self.tables)
-            self.dead = 0
-            if len(self.url_of) > 2 * max(len(self.id_of), 1024):
-                self._renumber()
+        top = max(slots)
+        if top >= self.base_dead.size:
+            grown = np.zeros(max(top + 1, self.base_dead.size * 3 // 2), bool)
+            grown[: self.base_dead.size] = self.base_dead
+            self.base_dead = grown
+        self.base_dead[slots] = True
+        gone = [s for s in slots if self.new_keys.pop(s, None) is not None]
+        if gone:
+            drop = np.array(gone, np.int64)
+            for t in range(self.tables):
+                keep = ~np.isin(self.delta_slots[t], drop)
+                self.delta_keys[t] = self.delta_keys[t][keep]
+                self.delta_slots[t] = self.delta_slots[t][keep]
 
-    def _renumber(self) -> None:
-        """Give the live nodes ids 0..n-1 again, once most ids belong to nodes that left:
-        a service that updates its pages for months would otherwise keep a slot (and its
-        keys) for every version a page ever had. Called right after a merge, when the delta is
-        empty and the base holds live nodes only; the order of ids is kept, so the levels
-        stay sorted as they are."""
-        n = len(self.url_of)
-        live = np.flatnonzero(self.alive[:n])
-        new_id = np.full(n, -1, dtype=np.int64)
-        new_id[live] = np.arange(live.size)
+    def add(self, slots: list[int], keys: np.ndarray) -> None:
+        """Put new nodes in (len(slots) x tables keys) into the delta."""
+        if not slots:
+            return
+        ids = np.asarray(slots, np.int32)
+        for s, k in zip(slots, keys, strict=True):
+            self.new_keys[s] = k
         for t in range(self.tables):
-            self.base.ids[t] = new_id[self.base.ids[t]].astype(np.int32)
-        self.url_of = [self.url_of[i] for i in live.tolist()]
-        self.id_of = {u: i for i, u in enumerate(self.url_of)}
-        cap = max(1024, 2 * live.size)
-        self.alive = np.zeros(cap, dtype=bool)
-        self.alive[: live.size] = True
-        keys = np.zeros((cap, self.tables), dtype=np.int64)
-        keys[: live.size] = self.node_keys[live]
-        self.node_keys = keys
+            k = np.concatenate([self.delta_keys[t], keys[:, t].astype(np.int64)])
+            i = np.concatenate([self.delta_slots[t], ids])
+            order = np.argsort(k, kind="stable")
+            self.delta_keys[t], self.delta_slots[t] = k[order], i[order]
+
+    def arrays(self, cap: int) -> dict[str, np.ndarray]:
+        """Both levels folded into one base (what a saved graph holds): per table the keys
+        ascending with their nodes, and each node's keys at its slot (`cap` rows)."""
+        keys, slots = [], []
+        for t in range(self.tables):
+            bk, bs = self.base_keys[t], self.base_slots[t]
+            if bs.size:
+                live = ~self.base_dead[bs]
+                bk, bs = bk[live], bs[live]
+            k = np.concatenate([bk, self.delta_keys[t]])
+            i = np.concatenate([bs, self.delta_slots[t]])
+            order = np.argsort(k, kind="stable")
+            keys.append(k[order])
+            slots.append(i[order])
+        node_keys = np.zeros((cap, self.tables), np.int64)
+        m = min(cap, self.base_node_keys.shape[0])
+        node_keys[:m] = self.base_node_keys[:m]
+        for s, k in self.new_keys.items():
+            node_keys[s] = k
+        width = len(keys[0]) if keys else 0
+        return {
+            "band_keys": np.stack(keys) if keys else np.zeros((0, width), np.int64),
+            "band_slots": (np.stack(slots) if slots else np.zeros((0, width), np.int64)).astype(
+                np.int32
+            ),
+            "node_keys": node_keys,
+        }

@@ -44,8 +44,8 @@ def compute_batch(
     dirty: set[str] = set()
     touched: set[int] = set()  # groups that lost members or must elect again
     prev: dict[str, int | None] = {}  # group of each page before the batch moved it
-    gone: set[str] = set()  # pages that leave the graph
-    put: dict[str, tuple[int, int]] = {}  # pages that enter it (key, fingerprint), new sketches
+    gone: set[int] = set()  # pages (slots) that leave the graph
+    put: dict[int, int] = {}  # pages (slots) that enter it: their fingerprint, new sketches
     loose: list[str] = []  # content pages outside the graph: each a group of its own
     pop_targets: set[str] = set()  # pages whose popularity may have moved with a redirect
     redirected: list[str] = []
@@ -120,14 +120,15 @@ def compute_batch(
         ix._set_signature(p, sig, length, sk.lengths)
         p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
         if eligible:
-            gone.discard(url)
-            put[url] = (sk.key, sk.shingle_fp)
+            gone.discard(p.slot)
+            put[p.slot] = sk.shingle_fp
         else:
             loose.append(url)
     rep.tier2 = len(put)
     nodes = ix.scan_graph.update(gone, put)
     comps = ix.scan_graph.components(nodes)
-    clusters = ix.scan_graph.cluster(comps)
+    url = ix.pages.url_at
+    clusters = [[url(s) for s in c] for c in ix.scan_graph.cluster(comps)]
     clusters.extend([u] for u in loose)
     for cluster in clusters:
         for url in cluster:
@@ -161,11 +162,11 @@ def compute_batch(
     return rep, dirty, {g for g in touched if g in ix.groups}, touched
 
 
-def _leave(ix: ServiceIndex, p: PageRef, touched: set[int], gone: set[str]) -> None:
+def _leave(ix: ServiceIndex, p: PageRef, touched: set[int], gone: set[int]) -> None:
     """The page stops being content: out of its group, the graph and tier 2's store."""
     _detach(ix, p, touched)
     ix._set_signature(p, None, 0)
-    gone.add(p.url)
+    gone.add(p.slot)
 
 
 def _detach(ix: ServiceIndex, p: PageRef, touched: set[int]) -> None:

@@ -45,6 +45,7 @@ from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.service.batch import compute_batch
 from neardup.service.layout import (
+    GRAPH_PREFIX,
     GROUP_SCHEMA,
     LEGACY_DB,
     PAGE_SCHEMA,
@@ -52,23 +53,26 @@ from neardup.service.layout import (
     Segment,
     WriterLock,
     commit,
+    graph_name,
     has_index,
     legacy_rows,
     merge_plan,
     merged,
+    read_arrays,
     read_committed,
     read_manifest,
     read_segment,
     remove_leftovers,
     segment_name,
+    write_arrays,
     write_segment,
 )
 from neardup.service.lengths import LengthMap
-from neardup.service.members import SmallSets
+from neardup.service.members import GroupMembers, Winners
 from neardup.service.pages import PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
-from neardup.service.scangraph import ScanGraph
+from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph
 from neardup.service.storage import (
     MAX_REDIRECTS,
     SERVICE_KIND,
@@ -85,6 +89,15 @@ from neardup.service.updates import (
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
+# The scan graph's arrays are saved again (`graph-N/`) by a batch once the pages written since
+# the last save exceed this many and this share of the index (a server or a crash never
+# leaves more to replay on opening, nor more changes in memory; each page is rewritten a
+# bounded number of times however the index grew), and when the writer closes once they
+# exceed the smaller `GRAPH_AT_CLOSE_*` (what the next opening replays after a clean close).
+GRAPH_EVERY_PAGES = 4096
+GRAPH_EVERY_SHARE = 4
+GRAPH_AT_CLOSE_PAGES = 4096
+GRAPH_AT_CLOSE_SHARE = 32
 
 
 class ServiceIndex:
@@ -111,12 +124,14 @@ class ServiceIndex:
         self.lock = threading.RLock()
         self._commit_lock = threading.Lock()  # the manifest: a batch's commit, a merge's
         self._merging = threading.Lock()  # one merge at a time, outside `lock`
+        self._writing = threading.Lock()  # one batch at a time, until its graph is saved
         if read_only:
             if not has_index(self.store):
                 raise ServiceError(f"{self.store} holds no service index to open read-only")
         else:
             open_folder(self.store, SERVICE_KIND)  # never a folder of the user's
             self.writer = WriterLock(self.store, wait)
+        self._opened = False  # whether the last committed version was opened whole
         try:
             self._open(settings, options)
         except BaseException:
@@ -181,6 +196,9 @@ class ServiceIndex:
             "num_perm": self.settings.num_perm,
             "dims": self.options.dims,
         }
+        graph = getattr(self, "graph_meta", None)
+        if graph is not None:
+            meta["graph"] = graph
         store = getattr(self, "store_rows", None)
         if store is not None and store.map is not None:
             meta["length_map"] = {"edges": store.map.to_json(), "rows": store.map_rows}
@@ -240,6 +258,8 @@ class ServiceIndex:
                 "shingle_fp": pa.array(sfp, pa.int64()),
                 "page_key": pa.nulls(n, pa.int64()),
                 "n_tokens": pa.array(ntok, pa.int32()),
+                "slot": pa.array(np.arange(n, dtype=np.int64)),
+                "version": pa.array(np.ones(n, np.int64)),
             },
             schema=PAGE_SCHEMA,
         )
@@ -263,12 +283,17 @@ class ServiceIndex:
         return manifest
 
     def _load(self) -> None:
-        """Rebuild the in-memory copy from the last committed version."""
-        manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+        """Open the last committed version: the pages as columns, the scan graph's saved
+        arrays memory-mapped (`scangraph.ScanGraph`) with the pages written after them
+        replayed; an index without them (older, or never saved) builds the graph at once,
+        and a writer saves it."""
+        self._opened = False  # until the whole version is in memory (what `close` may save)
+        manifest, state, saved = self._read_version()
+        if self.writer is not None and state.pages.column("slot").null_count:
+            manifest, state = self._give_slots(manifest, state)
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
-        self.groups = SmallSets[int]()  # group id -> its pages
-        self.winners: dict[int, str] = {}
+        self.graph_meta: dict[str, Any] | None = manifest.meta.get("graph")
         self.redirects = RedirectGraph()
         o = self.options
         self.store_rows = SignatureStore(
@@ -281,57 +306,129 @@ class ServiceIndex:
             self.bands,
             self.rows,
         )
-        self.scan_graph = ScanGraph(self.settings, self._signature_of)
         # The pages as columns (`pages.PageTable`): one signature matrix, no object a page.
         self.pages = PageTable.from_rows(
             state.pages, state.signatures, state.dim_lengths, self.settings.num_perm, o.dims
         )
         t = self.pages
         n = t.n
-        # One str per URL, shared by the groups, the graph and the winners (the columns
-        # keep the URLs in Arrow; these are what the Python structures still key on).
-        urls = state.pages.column("url").to_pylist()
-        groups = state.groups
+        # Which pages were written after the saved graph (to replay), by the row's version.
+        slot_col, version_col = state.pages.column("slot"), state.pages.column("version")
+        tail = np.empty(0, np.int64)
+        if self.graph_meta is not None and not slot_col.null_count:
+            newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
+            tail = slot_col.to_numpy()[newer]
+        # The groups and winners as arrays (`members.py`): no object a page or a group.
+        self.groups = GroupMembers(t)
+        self.winners = Winners(state.groups)
         del state  # its columns and signatures are the table's now: freed before the graph
         for slot, target in t.redirect.items():
-            self.redirects.set(urls[slot], None, target)
-        grouped = np.flatnonzero(t.group[:n] >= 0)
-        for gid, slot in zip(t.group[grouped].tolist(), grouped.tolist(), strict=True):
-            self.groups.add(gid, urls[slot])
+            self.redirects.set(t.url_at(slot), None, target)
         if o.tier2 != "bands":  # tier 2's own row store holds the sketched pages again
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
             for slot in has.tolist():
-                self.store_rows.put(urls[slot], t.sigs[slot], t.lens[slot])
-        # The graph's nodes: sketched, live pages the scan compares, built at once.
-        node = np.flatnonzero(
-            t.has_sig[:n]
-            & ~t.removed[:n]
-            & np.asarray(enough_words(t.n_tokens[:n], t.length[:n], self.settings.min_tokens))
-        )
+                self.store_rows.put(t.url_at(slot), t.sigs[slot], t.lens[slot])
         with _no_collection():
-            self.scan_graph.load(
-                [urls[i] for i in node.tolist()], t.key[node], t.shingle_fp[node], t.sigs, node
-            )
-        for gid, winner in zip(
-            groups.column("group_id").to_pylist(),
-            groups.column("winner_url").to_pylist(),
-            strict=True,
-        ):
-            # the member's own str (a winner is a member of its group)
-            self.winners[gid] = next((u for u in self.groups.members(gid) if u == winner), winner)
+            self.scan_graph = ScanGraph(self.settings, t, saved)
+            if saved is None:  # no saved graph: built at once from the pages
+                self.graph_meta = None
+                all_slots = np.arange(n, dtype=np.int64)
+                self.scan_graph.build(all_slots[self.scan_graph.eligible(all_slots)])
+            elif tail.size:
+                self.scan_graph.replay(tail)
+        self.graph_tail = int(tail.size)
         grid = manifest.meta.get("length_map")
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
             self.store_rows.map_rows = int(grid["rows"])
-        del urls
+        if self.writer is not None and self.graph_meta is None and n:
+            self._save_graph_now()
         # Arrow's allocator keeps what the files' tables used for its next tables; an index
         # holds none after opening, so it goes back to the system (about 0.9 KB a page).
         pa.default_memory_pool().release_unused()
         _return_freed()
         _settle()
+        self._opened = True
+
+    def _read_version(self) -> tuple[Manifest, Segment, dict[str, np.ndarray] | None]:
+        """The last committed version, its state and its graph's arrays mapped (None: it
+        names none, or its pages have no slots yet). A writer may replace the graph folder
+        between our reading the manifest and mapping it; then the newer version is read."""
+        for _ in range(100):
+            manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+            name = graph_name(manifest)
+            if name is None or state.pages.column("slot").null_count:
+                return manifest, state, None
+            try:
+                return manifest, state, read_arrays(self.store, name, GRAPH_ARRAYS)
+            except FileNotFoundError:
+                if read_manifest(self.store) == manifest and (self.store / name).is_dir():
+                    # Still named, yet lacking a file: not arrays this neardup reads; the
+                    # graph is built at once instead (and a writer saves it anew).
+                    manifest.meta.pop("graph", None)
+                    return manifest, state, None
+                time.sleep(0.01)
+        raise ServiceError(f"{self.store}: its files keep changing under this reader; try again")
+
+    def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
+        """Save the pages of an index written before slots were kept (issue 26) once as one
+        segment with a slot per row (its place when opened), the key of the graph's saved
+        arrays; committed as a version of its own."""
+        n = state.pages.num_rows
+        version = manifest.version + 1
+        pages = state.pages.drop_columns(["slot", "version"])
+        pages = pages.append_column("slot", pa.array(np.arange(n, dtype=np.int64)))
+        pages = pages.append_column("version", pa.array(np.full(n, version, np.int64)))
+        seg = Segment(pages.cast(PAGE_SCHEMA), state.signatures, state.dim_lengths, state.groups)
+        name = segment_name(version)
+        write_segment(self.store, name, seg)
+        new = Manifest(version, [name], [n], manifest.meta)
+        commit(self.store, new)
+        remove_leftovers(self.store, new)
+        return new, seg
+
+    def _save_graph_now(self) -> None:
+        """Save the graph's arrays (`ScanGraph.arrays`: the graph of the committed pages,
+        overlay folded in) as a `graph-N/` folder and commit a version naming it, with the
+        same segments: the next opening maps it. A kill before that commit leaves a folder
+        no manifest names (removed by the next writer). Then the graph is mapped from the
+        new folder (its overlay dropped from memory) and the old folder removed (a reader
+        that mapped it keeps its mapping)."""
+        with self._commit_lock:
+            old = self.manifest
+            name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
+            write_arrays(self.store, name, self.scan_graph.arrays(), hook=True)
+            before = self.graph_meta
+            self.graph_meta = {"name": name, "version": old.version}
+            try:
+                new = Manifest(old.version + 1, old.segments, old.rows, self._meta(self.next_group))
+                commit(self.store, new)
+            except BaseException:
+                self.graph_meta = before
+                raise
+            self.manifest = new
+        mapped = ScanGraph(self.settings, self.pages, read_arrays(self.store, name, GRAPH_ARRAYS))
+        with self.lock:
+            mapped.verifications = self.scan_graph.verifications
+            self.scan_graph = mapped
+            self.graph_tail = 0
+        if before is not None:
+            shutil.rmtree(self.store / str(before["name"]), ignore_errors=True)
 
     def close(self) -> None:
-        """Release the writer lock (committed batches stay)."""
+        """Save the graph's arrays if many pages were written since they were (so the next
+        opening maps them instead of replaying those pages), then release the writer lock
+        (committed batches stay)."""
+        try:
+            if self.writer is not None and self._opened:
+                due = max(GRAPH_AT_CLOSE_PAGES, self.pages.n // GRAPH_AT_CLOSE_SHARE)
+                if self.graph_tail > due:
+                    with self.lock:
+                        self._save_graph_now()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         if self.writer is not None:
             self.writer.release()
             self.writer = None
@@ -485,7 +582,8 @@ class ServiceIndex:
         if not enough_words(sk.n_tokens, sk.n_shingles, self.settings.min_tokens):
             return []  # a text the scan would not compare (no shingle, too few words)
         if self.options.tier2 == "bands":
-            return self.scan_graph.similar(sk.signature)
+            url = self.pages.url_at
+            return [(url(s), sim) for s, sim in self.scan_graph.similar(sk.signature)]
         found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
         out = []
         for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
@@ -500,7 +598,7 @@ class ServiceIndex:
             "pages": live,
             "redirects": redirects,
             "groups": len(self.groups),
-            "duplicate_groups": sum(1 for m in self.groups.values() if len(m) > 1),
+            "duplicate_groups": self.groups.count(2),
         }
 
     # ---------------------------------------------------------------- updates
@@ -518,14 +616,19 @@ class ServiceIndex:
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
-        with self.lock, _no_collection():
-            try:
-                report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
-                self._write(dirty_pages, dirty_groups, dropped)
-                self.pages.settle()
-            except BaseException:
-                self._load()  # memory never runs ahead of the last commit
-                raise
+        with self._writing:  # one batch at a time, its graph saved before the next
+            with self.lock, _no_collection():
+                try:
+                    report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
+                    self._write(dirty_pages, dirty_groups, dropped)
+                    self.pages.settle()
+                except BaseException:
+                    self._load()  # memory never runs ahead of the last commit
+                    raise
+            # After the lock: saving the graph only reads it, as reads do, so they need not
+            # wait for it (the next batch does, holding `_writing`).
+            if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):
+                self._save_graph_now()
         self._merge_due()  # after the lock: reads need not wait for a merge
         _settle()
         report.seconds = time.perf_counter() - t0
@@ -549,12 +652,6 @@ class ServiceIndex:
         else:
             self.store_rows.put(p.url, sig, lens)
 
-    def _signature_of(self, url: str) -> np.ndarray:
-        """A stored page's sketch (the scan graph's nodes have one)."""
-        slot = self.pages.slot(url)
-        assert slot is not None and self.pages.has_sig[slot], url
-        return self.pages.sigs[slot]
-
     def _set_redirect(self, p: PageRef, target: str | None) -> None:
         self.redirects.set(p.url, p.redirect_to, target)
         p.redirect_to = target
@@ -564,17 +661,13 @@ class ServiceIndex:
     def _write(self, dirty: set[str], groups: set[int], dropped: set[int]) -> None:
         """Commit a batch: its touched page and group rows as a new segment, then the
         manifest naming it (the commit point)."""
-        seg = segment_rows(
-            self.pages,
-            self.groups,
-            self.winners,
-            dirty,
-            groups,
-            dropped,
-        )
         with self._commit_lock:
             old = self.manifest
             version = old.version + 1
+            seg = segment_rows(
+                self.pages, self.groups, self.winners, dirty, groups, dropped, version
+            )
+            self.graph_tail += seg.pages.num_rows
             name = segment_name(version)
             write_segment(self.store, name, seg, hook=True)
             new = Manifest(

@@ -12,6 +12,9 @@ the rows were not files another engine could read. Now the store folder holds:
         signatures.npy      their min-hash sketches, one (rows, num_perm) uint32 matrix
         dim_lengths.npy     their words per sub-dictionary, (rows, dims) int32
         groups.parquet      the group rows the batch rewrote; a null winner deletes one
+    graph-000001/ ...       the scan graph's sorted arrays (`.npy`) as of one version,
+                            by page slot (`scangraph.ScanGraph.arrays`), memory-mapped on
+                            opening; the manifest's "graph" names it and its version
 
 A page's state is its row in the newest segment that holds it (likewise a group's). A batch
 writes a new segment folder beside the others (`.tmp`, then renamed) and then the manifest
@@ -52,10 +55,14 @@ LOCK_NAME = "writer.lock"
 FORMAT = 2  # 1 was the DuckDB file (`LEGACY_DB`)
 LEGACY_DB = "service.duckdb"
 SEG_PREFIX = "seg-"
+GRAPH_PREFIX = "graph-"
 # Test hook: seconds to sleep while a batch's segment is half written (pages written, groups
 # not yet, manifest not yet), printing a marker first, so a test can kill the process there.
 SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
 TX_MARKER = "neardup-service: inside transaction"
+# Test hook: seconds to sleep once a graph folder is written and before the manifest naming
+# it, printing `TX_MARKER` first, so a test can kill the process there.
+GRAPH_SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_GRAPH"
 
 PAGE_SCHEMA = pa.schema(
     [
@@ -71,6 +78,10 @@ PAGE_SCHEMA = pa.schema(
         ("shingle_fp", pa.int64()),  # shingle-set fingerprint: the scan's classes
         ("page_key", pa.int64()),  # the scan's tie-break key (`url_key`), kept to skip rehashing
         ("n_tokens", pa.int32()),  # words, for the scan's min_tokens
+        # The page's slot: its place in the page columns and the node id of the scan graph's
+        # saved arrays, given once and never changed (null in files before the graph files).
+        ("slot", pa.int64()),
+        ("version", pa.int64()),  # the version whose batch wrote this row
     ]
 )
 GROUP_SCHEMA = pa.schema(
@@ -187,21 +198,29 @@ def _save_npy(path: Path, arr: np.ndarray) -> None:
 
 
 def read_segment(store: Path, name: str) -> Segment:
-    """One segment; the matrices are memory-mapped (a segment is never changed once
-    written, and a mapping outlives the file's removal by a merge)."""
+    """One segment; the matrices are memory-mapped copy-on-write (a segment is never changed
+    once written: a page table that adopts them writes its changes to private pages; and a
+    mapping outlives the file's removal by a merge)."""
     folder = store / name
     return Segment(
         _read_parquet(folder / "pages.parquet", PAGE_SCHEMA),
-        np.load(folder / "signatures.npy", mmap_mode="r"),
-        np.load(folder / "dim_lengths.npy", mmap_mode="r"),
+        np.load(folder / "signatures.npy", mmap_mode="c"),
+        np.load(folder / "dim_lengths.npy", mmap_mode="c"),
         _read_parquet(folder / "groups.parquet", GROUP_SCHEMA),
     )
 
 
 def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
     """One Parquet file, as written (`ParquetFile`, not `read_table`: that one loads the
-    dataset layer and pandas, half a second of a command's start)."""
-    return pq.ParquetFile(path).read().cast(schema)
+    dataset layer and pandas, half a second of a command's start). Columns that files of an
+    older neardup lack (`slot`, `version`) are read as nulls."""
+    table = pq.ParquetFile(path).read()
+    for name in schema.names:
+        if name not in table.column_names:
+            table = table.append_column(
+                schema.field(name), pa.nulls(table.num_rows, schema.field(name).type)
+            )
+    return table.select(schema.names).cast(schema)
 
 
 def merged(segs: list[Segment], drop_deleted: bool) -> Segment:
@@ -309,11 +328,15 @@ def _size_class(rows: int) -> int:
 
 
 def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
-    """Delete segment folders the committed manifest does not name (a batch killed before
-    its commit, a merge's inputs); only the writer calls this."""
+    """Delete segment and graph folders the committed manifest does not name (a batch killed
+    before its commit, a merge's inputs, a graph replaced by a newer one); only the writer
+    calls this."""
     named = set(manifest.segments) if manifest else set()
+    graph = graph_name(manifest)
+    if graph is not None:
+        named.add(graph)
     for p in store.iterdir():
-        if p.name.startswith(SEG_PREFIX) and p.name not in named:
+        if p.name.startswith((SEG_PREFIX, GRAPH_PREFIX)) and p.name not in named:
             shutil.rmtree(p, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         (store / f"{MANIFEST}.tmp").unlink()
@@ -321,6 +344,45 @@ def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
 
 def segment_name(version: int) -> str:
     return f"{SEG_PREFIX}{version:08d}"
+
+
+# ------------------------------------------------------------------ the scan graph's arrays
+
+
+def graph_name(manifest: Manifest | None) -> str | None:
+    """The graph folder the manifest names (None: it names none)."""
+    got = manifest.meta.get("graph") if manifest is not None else None
+    return None if got is None else str(got["name"])
+
+
+def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray], hook: bool = False) -> None:
+    """A folder of `.npy` files written completely (under a temporary name, flushed, then
+    renamed); it counts only once a manifest committed after it names it."""
+    final = store / name
+    tmp = store / f"{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(final, ignore_errors=True)  # a leftover of a killed writer
+    tmp.mkdir()
+    for key, arr in arrays.items():
+        _save_npy(tmp / f"{key}.npy", arr)
+    for f in tmp.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    delay = os.environ.get(GRAPH_SLEEP_HOOK) if hook else None
+    if delay:
+        print(TX_MARKER, flush=True)
+        time.sleep(float(delay))
+
+
+def read_arrays(store: Path, name: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The `.npy` files `names` of a folder, memory-mapped read-only: opening reads none of
+    them, and a mapping outlives the folder's removal by a writer that replaced it (a
+    folder removed before it was mapped raises FileNotFoundError)."""
+    folder = store / name
+    # Plain array views of the maps: a `np.memmap` slice is a new memmap object each time,
+    # several times slower to make than a view, and lookups slice them a lot.
+    return {k: np.load(folder / f"{k}.npy", mmap_mode="r").view(np.ndarray) for k in names}
 
 
 # ------------------------------------------------------------------ the writer lock

@@ -85,7 +85,7 @@ class PageTable:
 
     def _grow(self, need: int) -> None:
         """Room for `need` slots: the columns grow by half (amortised O(1) a page)."""
-        if need <= self.cap:
+        if need <= self.cap and need <= self.sigs.shape[0] and need <= self.lens.shape[0]:
             return
         cap = max(need, self.cap + self.cap // 2, 1024)
         for name in self._COLUMNS:
@@ -105,6 +105,11 @@ class PageTable:
         pages except to hash the URLs of rows stored without a page key (older files)."""
         t = cls(num_perm, dims)
         n = rows.num_rows
+        order = slot_order(rows)
+        if order is not None:  # rows as read, not in slot order: put each at its slot
+            rows = rows.take(pa.array(order))
+            sigs = np.take(sigs, order, axis=0)
+            lens = np.take(lens, order, axis=0)
         t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
         t.n = n
 
@@ -127,9 +132,13 @@ class PageTable:
         t.shingle_fp[:n] = col("shingle_fp", 0)
         t.has_sfp[:n] = valid("shingle_fp")
         t.n_tokens[:n] = col("n_tokens", 0)
-        t.sigs[:n] = sigs
+        # The sketches (and length vectors) as read are the table's own rows, not copied:
+        # the rows of one segment stay a copy-on-write map of its file (`layout.read_segment`),
+        # resident only once read; those gathered from several are already a fresh array.
+        # The first page added past them moves every column to a larger array (`_grow`).
+        t.sigs = _adopt(sigs, n, (num_perm,), SIGNATURE_DTYPE)
         if lens.shape[1:] == (dims,):
-            t.lens[:n] = lens
+            t.lens = _adopt(lens, n, (dims,), np.int32)
         urls = rows.column("url").combine_chunks()
         if isinstance(urls, pa.ChunkedArray):  # an empty table
             urls = pa.array([], pa.string())
@@ -168,6 +177,12 @@ class PageTable:
         self._skeys = self.key[: self.n][order]
         self._sslots = order.astype(np.int64)
         assert len(self._urls_base) == self.n, (nb, self.n)
+
+    def url_array(self, slots: np.ndarray) -> pa.Array:
+        """The URLs of slots as one Arrow array (slots opened from the files or folded)."""
+        if slots.size and int(slots.max()) >= len(self._urls_base):
+            self._fold()
+        return self._urls_base.take(pa.array(slots))
 
     def url_at(self, slot: int) -> str:
         nb = len(self._urls_base)
@@ -220,7 +235,7 @@ class PageTable:
         """A new page (no group, no sketch): its slot is the next one. `key`: its page key
         (`url_key`), when the caller has it."""
         slot = self.n
-        if slot >= self.cap:
+        if slot >= self.cap or slot >= self.sigs.shape[0] or slot >= self.lens.shape[0]:
             self._grow(slot + 1)
         self.n += 1
         self.key[slot] = url_key(url) if key is None else key
@@ -285,6 +300,40 @@ class PageTable:
         live = ~self.removed[: self.n]
         redirects = sum(1 for s in self.redirect if live[s])
         return int(live.sum()), redirects
+
+
+def _adopt(rows: np.ndarray, n: int, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """`rows` as a column of the table when it already has the column's shape and layout
+    (writable: a copy-on-write map or an array of its own), else a copy that has. A map
+    is taken as a plain array view: slicing a `np.memmap` makes a memmap each time, slower."""
+    if isinstance(rows, np.memmap):
+        rows = rows.view(np.ndarray)
+    if (
+        rows.shape == (n, *shape)
+        and rows.dtype == dtype
+        and rows.flags.c_contiguous
+        and rows.flags.writeable
+    ):
+        return rows
+    out = np.zeros((n, *shape), dtype)
+    out[:] = rows
+    return out
+
+
+def slot_order(rows: pa.Table) -> np.ndarray | None:
+    """The order that puts page rows at their slots (the `slot` column), None when they are
+    already there; rows of an older neardup have no slot and take their row's place (the
+    writer then saves them once with slots, `ServiceIndex._give_slots`)."""
+    col = rows.column("slot")
+    if col.null_count or not rows.num_rows:
+        return None
+    slots = col.to_numpy()
+    if (np.diff(slots) > 0).all() and slots[0] == 0 and slots[-1] == slots.size - 1:
+        return None
+    order = np.argsort(slots, kind="stable")
+    if not np.array_equal(slots[order], np.arange(slots.size)):
+        raise ValueError("the index's page slots are not 0 .. n-1: its files are damaged")
+    return order
 
 
 class PageRef:

@@ -18,7 +18,7 @@ from neardup.service.layout import (
     TX_MARKER,
     Segment,
 )
-from neardup.service.members import SmallSets
+from neardup.service.members import GroupMembers, Winners
 from neardup.service.pages import PageTable
 
 SERVICE_KIND = "service index"
@@ -53,16 +53,18 @@ _INVARIANTS: tuple[tuple[str, str], ...] = (
 
 def segment_rows(
     pages: PageTable,
-    members: SmallSets[int],
-    winners: dict[int, str],
+    members: GroupMembers,
+    winners: Winners,
     dirty: set[str],
     groups: set[int],
     dropped: set[int],
+    version: int,
 ) -> Segment:
     """The rows a batch rewrote, as one segment: the touched pages (`dirty`), the touched
     groups (`groups`) and a deleting row for each of `dropped` that is not among them.
-    `members` and `winners` are the index's groups. Whole columns are taken from the page
-    table at the touched slots."""
+    `members` and `winners` are the index's groups; `version` the one the batch commits
+    (which rows are newer than the saved graph, `scangraph.ScanGraph.replay`). Whole
+    columns are taken from the page table at the touched slots."""
     urls = sorted(dirty)
     slots = np.array([pages.slot(u) for u in urls], dtype=np.int64)
     has = pages.has_sig[slots]
@@ -80,6 +82,8 @@ def segment_rows(
             "shingle_fp": pa.array(pages.shingle_fp[slots], pa.int64(), mask=~pages.has_sfp[slots]),
             "page_key": pa.array(pages.key[slots], pa.int64()),
             "n_tokens": pa.array(pages.n_tokens[slots], pa.int32()),
+            "slot": pa.array(slots, pa.int64()),
+            "version": pa.array(np.full(slots.size, version, np.int64)),
         },
         schema=PAGE_SCHEMA,
     )
