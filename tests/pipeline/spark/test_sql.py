@@ -12,8 +12,8 @@ from neardup.kernels.buckets import bucket_candidates, unpack_pairs
 from neardup.pipeline.executors.spark.jobs import check_settings
 from neardup.pipeline.executors.spark.kernels import (
     BUCKET_PAIRS_SCHEMA,
-    bucket_blob_batches,
     binary_rows,
+    bucket_blob_batches,
     bucket_pair_batches,
     key_blob_batches,
     matrix_of,
