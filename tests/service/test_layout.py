@@ -376,3 +376,35 @@ def test_an_index_written_before_slots_gets_them_once(tmp_path):
     with ServiceIndex(store) as ix:  # and it goes on
         ix.apply([PageUpdate("http://x/new", text=texts[5])])
         assert ix.status("http://x/new")["group_id"] == ix.status("http://x/5")["group_id"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_newest_row_of_a_page_by_slot_is_the_one_by_url(seed):
+    """Segments stacked oldest first, a page rewritten in some of them: the newest row of
+    each page found by its slot (one integer sort) is the one found by its URL, and the
+    merged signatures are that row's."""
+    from neardup.service.layout import PAGE_SCHEMA, Segment, empty_segment, merged
+
+    rng = np.random.default_rng(seed)
+    segs = []
+    for version in range(4):
+        slots = np.sort(rng.choice(300, size=int(rng.integers(1, 120)), replace=False))
+        n = slots.size
+        columns = {f.name: pa.nulls(n, f.type) for f in PAGE_SCHEMA}
+        columns["url"] = pa.array([f"https://h.test/p{s}" for s in slots])
+        columns["slot"] = pa.array(slots, pa.int64())
+        columns["version"] = pa.array(np.full(n, version), pa.int64())
+        pages = pa.table(columns, schema=PAGE_SCHEMA)
+        sigs = np.repeat((slots * 10 + version).astype(np.uint32)[:, None], 4, axis=1)
+        empty = empty_segment(4, 1)
+        segs.append(Segment(pages, sigs, np.zeros((n, 1), np.int32), empty.groups))
+    got = merged(segs, drop_deleted=False)
+    newest: dict[str, int] = {}
+    for version, seg in enumerate(segs):
+        for url in seg.pages.column("url").to_pylist():
+            newest[url] = version
+    urls = got.pages.column("url").to_pylist()
+    assert sorted(urls) == sorted(newest)  # every page once
+    assert got.pages.column("version").to_pylist() == [newest[u] for u in urls]
+    slot = got.pages.column("slot").to_numpy()
+    assert np.array_equal(got.signatures[:, 0], slot * 10 + np.array([newest[u] for u in urls]))
