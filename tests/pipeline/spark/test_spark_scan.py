@@ -120,13 +120,15 @@ def test_graph_clustered_on_the_driver_or_the_executors(
 
 def test_text_corpus_without_links_gives_identical_tables(spark, tmp_path):  # noqa: F811
     """JSONL shards carry no links: the Spark run writes the empty links table without
-    resolving any URL, and every table is still the embedded engine's, row for row."""
+    resolving any URL, and every table is still the embedded engine's, row for row (an
+    empty input between two others owns no document id)."""
     from neardup.synth.webtext import write_webtext
 
     shards = tmp_path / "shards"
     shards.mkdir()
     for i in range(2):
-        write_webtext(shards / f"part-{i}.jsonl", 1500, first=i * 10_000)
+        write_webtext(shards / f"part-{i * 2}.jsonl", 1500, first=i * 10_000)
+    (shards / "part-1.jsonl").write_text("")  # an input without records between them
     embedded = neardup.scan([str(shards)], tmp_path / "embedded", workers=1)
     spark_run = neardup.scan([str(shards)], tmp_path / "spark", engine="spark")
     assert_same_run(embedded.path, spark_run.path)
