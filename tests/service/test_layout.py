@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from crawl_texts import near_copies
 from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
@@ -35,16 +36,7 @@ from neardup.store.outputs import write_marker
 
 
 def _texts(n: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    vocab = [f"w{i}" for i in range(500)]
-    base = [" ".join(rng.choice(vocab, 100)) for _ in range(max(1, n // 3))]
-    out = []
-    for i in range(n):
-        words = base[i % len(base)].split()
-        for _ in range(int(rng.integers(0, 6))):
-            words[int(rng.integers(0, len(words)))] = f"e{int(rng.integers(0, 10**6))}"
-        out.append(" ".join(words))
-    return out
+    return near_copies(n, seed, vocab=500, words=100, bases=3, edits=6)
 
 
 def _everything(ix: ServiceIndex) -> dict[str, object]:

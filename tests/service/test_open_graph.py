@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from crawl_texts import near_copies
 
 import neardup.service.index as index_module
 from neardup.config import Settings
@@ -22,16 +23,7 @@ from neardup.service.storage import TX_MARKER
 
 
 def _texts(n: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    vocab = [f"w{i}" for i in range(600)]
-    base = [" ".join(rng.choice(vocab, 120)) for _ in range(n // 4)]
-    out = []
-    for i in range(n):
-        words = base[i % len(base)].split()
-        for _ in range(int(rng.integers(0, 8))):
-            words[int(rng.integers(0, len(words)))] = f"e{int(rng.integers(0, 10**6))}"
-        out.append(" ".join(words))
-    return out
+    return near_copies(n, seed, vocab=600, words=120, bases=4, edits=8)
 
 
 def _graph(ix: ServiceIndex) -> tuple[object, ...]:
