@@ -60,6 +60,16 @@ def read_sql(name: str) -> str:
     return package_sql("store/sql", name)
 
 
+def sql_over(name: str, **tables: str) -> str:
+    """The store's query `name` (a single statement) read from other tables: each `FROM
+    table` of `tables`' names reads its table expression instead (the summary's and the
+    skips' SQL over a Spark run's datasets or over one input's part file)."""
+    sql = read_sql(name).strip().rstrip(";")
+    for table, expression in tables.items():
+        sql = sql.replace(f"FROM {table}", f"FROM {expression}")
+    return sql
+
+
 def pages_sql(pages_raw: str, sized: str, min_tokens: int) -> str:
     """The query of the run's pages table (pages_of_run.sql) over the staged records
     `pages_raw` and the sized assignments `sized` (table expressions, in DuckDB): one query

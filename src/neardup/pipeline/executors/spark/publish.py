@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.pipeline.steps.near import CONTAINMENT_SCHEMA
-from neardup.store.run import FIGURES_NAME, ORDER_BY, read_sql
+from neardup.store.run import FIGURES_NAME, ORDER_BY, read_sql, sql_over
 
 # The record types a link target can resolve to (never a request or metadata record).
 _NOT_TARGETS = "'request', 'metadata', 'warcinfo', 'revisit', 'unknown', 'continuation'"
@@ -220,7 +220,6 @@ def publish_tables(
 def _figures(spark: Any) -> dict[str, Any]:
     """The summary's figures, computed by Spark over the tables just written, with the
     store's own SQL (`summary.sql`)."""
-    body = read_sql("summary.sql").strip().rstrip(";")
-    sql = body.replace("FROM pages", "FROM run_pages").replace("FROM clusters", "FROM run_clusters")
+    sql = sql_over("summary.sql", pages="run_pages", clusters="run_clusters")
     row = spark.sql(sql).collect()[0].asDict()
     return {k: (int(v) if v is not None else 0) for k, v in row.items()}

@@ -37,7 +37,7 @@ from neardup.pipeline.executors.spark.ingest import (
     _TableFile,
 )
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
-from neardup.store.run import PARQUET_OPTIONS, pages_sql, read_sql, sql_path
+from neardup.store.run import PARQUET_OPTIONS, pages_sql, sql_over, sql_path
 
 RUN_PART = "part-{:05d}.parquet"  # the run's part files: name order is input order
 # The sized assignments (sized_assignments.sql) of the pages whose row is not their own
@@ -135,8 +135,7 @@ def write_pages_part(
         )
         query = pages_sql(pages_raw, f"({own_rows(min_tokens)})", min_tokens)
         con.execute(f"COPY ({query} ORDER BY p.doc_id) TO '{sql_path(tmp)}' ({PARQUET_OPTIONS})")
-        part = f"FROM read_parquet('{sql_path(tmp)}')"
-        skipped = read_sql("skipped.sql").strip().rstrip(";").replace("FROM pages", part)
+        skipped = sql_over("skipped.sql", pages=f"read_parquet('{sql_path(tmp)}')")
         counts = {str(r): int(n) for r, n in con.execute(skipped).fetchall()}
         os.replace(tmp, path)
     except BaseException:
