@@ -353,22 +353,24 @@ class ServiceIndex:
     def _read_version(self) -> tuple[Manifest, Segment, dict[str, np.ndarray] | None]:
         """The last committed version, its state and its graph's arrays mapped (None: it
         names none, or its pages have no slots yet). A writer may replace the graph folder
-        between our reading the manifest and mapping it; then the newer version is read."""
-        for _ in range(100):
-            manifest, state = read_committed(self.store, Manifest(meta=self._meta(1)))
+        between our reading the manifest and mapping it; then the newer version is read
+        (`read_committed`)."""
+
+        def graph_arrays(manifest: Manifest, state: Segment) -> dict[str, np.ndarray] | None:
             name = graph_name(manifest)
             if name is None or state.pages.column("slot").null_count:
-                return manifest, state, None
+                return None
             try:
-                return manifest, state, read_arrays(self.store, name, GRAPH_ARRAYS)
+                return read_arrays(self.store, name, GRAPH_ARRAYS)
             except FileNotFoundError:
                 if read_manifest(self.store) == manifest and (self.store / name).is_dir():
                     # Still named, yet lacking a file: not arrays this neardup reads; the
                     # graph is built at once instead (and a writer saves it anew).
                     manifest.meta.pop("graph", None)
-                    return manifest, state, None
-                time.sleep(0.01)
-        raise ServiceError(f"{self.store}: its files keep changing under this reader; try again")
+                    return None
+                raise  # replaced by a writer meanwhile: the newer version is read
+
+        return read_committed(self.store, Manifest(meta=self._meta(1)), graph_arrays)
 
     def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
         """Save the pages of an index written before slots were kept (issue 26) once as one

@@ -36,9 +36,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import numpy as np
@@ -292,14 +293,24 @@ def read_state(store: Path, manifest: Manifest) -> Segment:
     return merged(segs, drop_deleted=True)
 
 
-def read_committed(store: Path, fallback: Manifest) -> tuple[Manifest, Segment]:
-    """The last committed version and its state. A writer may commit a merge and delete its
-    inputs between our reading the manifest and its files; then the newer manifest is read
-    (a reader never takes the writer's lock). `fallback` stands for a store with none yet."""
+T = TypeVar("T")  # what a reader reads of a version beside its state (`read_committed`)
+
+
+def read_committed(
+    store: Path,
+    fallback: Manifest,
+    also: Callable[[Manifest, Segment], T] | None = None,
+) -> tuple[Manifest, Segment, T | None]:
+    """The last committed version, its state, and what `also(manifest, state)` reads of the
+    version's other files (None without it). A writer may commit a merge (or save a graph)
+    and delete the files it replaced between our reading the manifest and its files; then
+    the newer manifest is read (a reader never takes the writer's lock), also when `also`
+    raises FileNotFoundError. `fallback` stands for a store with none yet."""
     for _ in range(100):
         manifest = read_manifest(store) or fallback
         try:
-            return manifest, read_state(store, manifest)
+            state = read_state(store, manifest)
+            return manifest, state, also(manifest, state) if also is not None else None
         except FileNotFoundError:
             time.sleep(0.01)
     raise ServiceError(f"{store}: its files keep changing under this reader; try again")
