@@ -160,6 +160,51 @@ print(json.dumps(out))
 """
 
 
+READS = r"""
+import json, os, sys, time, httpx, numpy as np
+port, urls_file, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+urls = open(urls_file).read().split("\n")
+client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+lat, i = [], 0
+open(stop + ".ready", "w").close()
+while not os.path.exists(stop):
+    t = time.perf_counter()
+    client.get("/status", params={"url": urls[(i * 7919) % len(urls)]}).raise_for_status()
+    lat.append((time.perf_counter() - t) * 1000)
+    i += 1
+a = np.array(lat)
+print(json.dumps({"reads": int(a.size), "p50": float(np.percentile(a, 50)),
+                  "p99": float(np.percentile(a, 99)), "p999": float(np.percentile(a, 99.9)),
+                  "max": float(a.max())}))
+"""
+
+
+def reads_during_batches(client, port: int, urls_file: Path, pages: list, headers: dict) -> dict:
+    """`GET /status` from another process, one request after the other, while this one
+    posts batches of 1,000 pages back to back (the issue's "reads wait for writes"): the
+    reads' p50 / p99 / p99.9 / worst, in ms."""
+    stop = OUT / "reads-stop"
+    for f in (stop, Path(f"{stop}.ready")):
+        f.unlink(missing_ok=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READS, str(port), str(urls_file), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    while not Path(f"{stop}.ready").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)  # the reader under way before the first batch
+    t0 = time.perf_counter()
+    for i in range(0, len(pages), 1000):
+        r = client.post("/pages", json={"pages": pages[i : i + 1000]}, headers=headers)
+        r.raise_for_status()
+    posted = time.perf_counter() - t0
+    time.sleep(0.5)
+    stop.touch()
+    got = json.loads(reader.communicate(timeout=120)[0])
+    return {**got, "batches": -(-len(pages) // 1000), "post_s": posted}
+
+
 def new_pages(count: int, seed: int = 99) -> list[dict[str, str]]:
     """Pages no store holds yet (another seed, another host name)."""
     from neardup.synth.webtext import iter_webtext
@@ -179,14 +224,22 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def http_steps(
-    store: Path, src: Path, edits: Path, new: list, requests: int, log: Path, body: str = "both"
+    store: Path,
+    src: Path,
+    edits: Path,
+    new: list,
+    requests: int,
+    log: Path,
+    body: str = "both",
+    during: list | None = None,
 ) -> dict:
     """Against `neardup serve`: the edits, then new pages through `POST /pages` (batches of
     1,000), then the status/check load from another process. `body`: the form of the
     batches, "json" (`{"pages": [...]}`), "arrow" (an Arrow IPC stream,
     `service/bulk_body.py`) or "both": the edits as JSON, and the new pages in four
     quarters, JSON, Arrow, JSON, Arrow, so each form's pages/s is measured on the same
-    server over the same range of index sizes."""
+    server over the same range of index sizes. `during`: pages posted back to back while
+    another process reads (`reads_during_batches`), last."""
     import httpx
 
     from neardup.service.bulk_body import ARROW_STREAM, arrow_body
@@ -259,6 +312,8 @@ def http_steps(
             check=True,
         )
         out.update(json.loads(load.stdout))
+        if during:
+            out["reads_during_batches"] = reads_during_batches(client, port, uf, during, headers)
         out["server_rss_mb"] = peak_rss_mb(server.pid)
         return out
     finally:
@@ -425,6 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=5000)
     ap.add_argument("--requests", type=int, default=3000)
+    ap.add_argument(
+        "--during",
+        type=int,
+        default=30_000,
+        help="pages posted back to back while another process reads /status",
+    )
     ap.add_argument("--work", type=Path, default=Path("/tmp/neardup-service-scale"))
     ap.add_argument(
         "--component", action="store_true", help="only: the cost of one update in a large component"
@@ -459,15 +520,16 @@ def main(argv: list[str] | None = None) -> int:
     if a.http_only:
         work = a.work / str(a.pages)
         (work / "none.jsonl").write_text("")
-        new = new_pages(20_000, seed=int(time.time()) % 10_000 + 100)
+        seed = int(time.time()) % 10_000 + 100
         step = http_steps(
             work / "store",
             corpus(a.pages),
             work / "none.jsonl",
-            new,
+            new_pages(20_000, seed=seed),
             a.requests,
             work / "serve-again.log",
             a.body,
+            new_pages(a.during, seed=seed + 1),
         )
         print(json.dumps(step))
         return 0
@@ -485,9 +547,12 @@ def main(argv: list[str] | None = None) -> int:
     edits, final = work / "edits.jsonl", work / "final.jsonl"
     edited(src, 0.01, edits, final)
     new = new_pages(20_000)
+    during = new_pages(a.during, seed=77)
     with open(final, "a", encoding="utf-8") as f:
-        f.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in new)
-    res["http"] = h = http_steps(store, src, edits, new, a.requests, work / "serve.log", a.body)
+        f.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in [*new, *during])
+    res["http"] = h = http_steps(
+        store, src, edits, new, a.requests, work / "serve.log", a.body, during
+    )
     print(f"http: {h}", flush=True)
     print(
         "POST /pages: "

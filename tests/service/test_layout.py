@@ -298,14 +298,14 @@ def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
         ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(5 * b, 5 * b + 5)])
     assert read_manifest(store).rows == [5, 5, 5]
     entered, go = threading.Event(), threading.Event()
-    real = index_module.merged
+    real = index_module.write_merged
 
     def slow(*args, **kwargs):
         entered.set()
         assert go.wait(30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(index_module, "merged", slow)
+    monkeypatch.setattr(index_module, "write_merged", slow)
     fourth = threading.Thread(
         target=ix.apply, args=([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(15, 20)],)
     )
@@ -370,33 +370,108 @@ def test_an_index_written_before_slots_gets_them_once(tmp_path):
         assert ix.status("http://x/new")["group_id"] == ix.status("http://x/5")["group_id"]
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_newest_row_of_a_page_by_slot_is_the_one_by_url(seed):
-    """Segments stacked oldest first, a page rewritten in some of them: the newest row of
-    each page found by its slot (one integer sort) is the one found by its URL, and the
-    merged signatures are that row's."""
-    from neardup.service.layout import PAGE_SCHEMA, Segment, empty_segment, merged
+def _segments(rng: np.random.Generator, with_slots: bool) -> list:
+    """Four segments, oldest first, some pages and groups rewritten in several of them and
+    some groups deleted (a null winner), as batches leave them."""
+    from neardup.service.layout import GROUP_SCHEMA, PAGE_SCHEMA, Segment
 
-    rng = np.random.default_rng(seed)
     segs = []
     for version in range(4):
         slots = np.sort(rng.choice(300, size=int(rng.integers(1, 120)), replace=False))
         n = slots.size
         columns = {f.name: pa.nulls(n, f.type) for f in PAGE_SCHEMA}
         columns["url"] = pa.array([f"https://h.test/p{s}" for s in slots])
-        columns["slot"] = pa.array(slots, pa.int64())
+        if with_slots:
+            columns["slot"] = pa.array(slots, pa.int64())
         columns["version"] = pa.array(np.full(n, version), pa.int64())
+        columns["group_id"] = pa.array(slots // 3, pa.int64())
         pages = pa.table(columns, schema=PAGE_SCHEMA)
-        sigs = np.repeat((slots * 10 + version).astype(np.uint32)[:, None], 4, axis=1)
-        empty = empty_segment(4, 1)
-        segs.append(Segment(pages, sigs, np.zeros((n, 1), np.int32), empty.groups))
+        sigs = rng.integers(0, 2**32, size=(n, 4), dtype=np.uint32)
+        lens = rng.integers(0, 99, size=(n, 2), dtype=np.int32)
+        gids = np.unique(slots // 3)
+        winners = [None if g % 5 == version else f"https://h.test/p{g * 3}" for g in gids]
+        groups = pa.table(
+            {
+                "group_id": gids,
+                "winner_url": winners,
+                "size": np.full(gids.size, version, np.int32),
+                "failed": np.zeros(gids.size, np.int32),
+            },
+            schema=GROUP_SCHEMA,
+        )
+        segs.append(Segment(pages, sigs, lens, groups))
+    return segs
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_newest_row_of_a_page_by_slot_is_the_one_by_url(seed):
+    """Segments stacked oldest first, a page rewritten in some of them: the newest row of
+    each page found by its slot (one integer sort) is the one found by its URL, and the
+    merged signatures are that row's."""
+    from neardup.service.layout import merged
+
+    segs = _segments(np.random.default_rng(seed), with_slots=True)
     got = merged(segs, drop_deleted=False)
-    newest: dict[str, int] = {}
+    newest: dict[str, tuple[int, np.ndarray]] = {}
     for version, seg in enumerate(segs):
-        for url in seg.pages.column("url").to_pylist():
-            newest[url] = version
+        for url, sig in zip(seg.pages.column("url").to_pylist(), seg.signatures, strict=True):
+            newest[url] = (version, sig)
     urls = got.pages.column("url").to_pylist()
     assert sorted(urls) == sorted(newest)  # every page once
-    assert got.pages.column("version").to_pylist() == [newest[u] for u in urls]
-    slot = got.pages.column("slot").to_numpy()
-    assert np.array_equal(got.signatures[:, 0], slot * 10 + np.array([newest[u] for u in urls]))
+    assert got.pages.column("version").to_pylist() == [newest[u][0] for u in urls]
+    assert np.array_equal(got.signatures, np.stack([newest[u][1] for u in urls]))
+
+
+@pytest.mark.parametrize("with_slots", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_merge_written_block_by_block_is_the_segments_merged(
+    tmp_path, monkeypatch, seed, with_slots
+):
+    """`write_merged` (page rows read back batch by batch, matrices from the files, a few
+    rows at a time) writes what `merged` makes of the same segments in memory (itself
+    checked against a plain newest-by-URL above), rows by slot or, for an older neardup's
+    rows without one, by URL; deleted groups dropped or kept."""
+    from neardup.service import layout
+
+    monkeypatch.setattr(layout, "_BLOCK", 7)
+    names = []
+    for i, seg in enumerate(_segments(np.random.default_rng(seed), with_slots)):
+        layout.write_segment(tmp_path, f"seg{i}", seg)
+        names.append(f"seg{i}")
+    for drop in (False, True):
+        rows = layout.write_merged(tmp_path, f"merged-{drop}", names, drop)
+        got = layout.read_segment(tmp_path, f"merged-{drop}")
+        want = layout.merged([layout.read_segment(tmp_path, n) for n in names], drop)
+        assert rows == got.pages.num_rows == want.pages.num_rows
+        assert got.pages.equals(want.pages)
+        assert np.array_equal(got.signatures, want.signatures)
+        assert np.array_equal(got.dim_lengths, want.dim_lengths)
+        assert got.groups.equals(want.groups)
+        assert drop == (got.groups.column("winner_url").null_count == 0)
+        urls = got.pages.column("url").to_pylist()
+        assert len(urls) == len(set(urls))  # each page once
+
+
+def test_arrays_written_in_blocks_read_back_as_written(tmp_path):
+    """`RowBlocks` files are the `.npy` files of the whole arrays; a block of the wrong
+    width or rows that do not add up to the shape are refused."""
+    from neardup.service.layout import RowBlocks, read_arrays, write_arrays
+
+    rng = np.random.default_rng(0)
+    keys = rng.integers(-(2**62), 2**62, size=(3, 10), dtype=np.int64)
+    slots = rng.integers(0, 99, size=(3, 10), dtype=np.int32)
+    flat = np.arange(5, dtype=np.float32)
+    blocks = RowBlocks(
+        {"k": ((3, 10), np.int64), "s": ((3, 10), np.int32)},
+        ((keys[t : t + 1], slots[t : t + 1]) for t in range(3)),
+    )
+    write_arrays(tmp_path, "g", [("flat", flat), blocks])
+    got = read_arrays(tmp_path, "g", ("flat", "k", "s"))
+    assert np.array_equal(got["k"], keys) and np.array_equal(got["s"], slots)
+    assert np.array_equal(got["flat"], flat) and got["s"].dtype == np.int32
+    short = RowBlocks({"k": ((3, 10), np.int64)}, ((keys[t : t + 1],) for t in range(2)))
+    with pytest.raises(ValueError, match="2 rows written"):
+        write_arrays(tmp_path, "h", [short])
+    wide = RowBlocks({"k": ((3, 10), np.int64)}, iter([(np.zeros((1, 11), np.int64),)]))
+    with pytest.raises(ValueError, match="a block of"):
+        write_arrays(tmp_path, "i", [wide])

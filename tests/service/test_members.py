@@ -4,6 +4,8 @@ and a dict do, from the groups as opened through the changes of batches."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
+from crawl_texts import near_copies
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,26 +57,74 @@ def test_group_members_equal_a_dict_of_sets(opened, seq):
             assert (got.get(g) is None) == (g not in live)
 
 
+def _group_rows(winners: dict[int, str]) -> pa.Table:
+    """Group rows as a segment holds them, one per group, with its winner."""
+    return pa.table(
+        {
+            "group_id": list(winners),
+            "winner_url": list(winners.values()),
+            "size": [1] * len(winners),
+            "failed": [0] * len(winners),
+        },
+        schema=GROUP_SCHEMA,
+    )
+
+
+def _index_groups(store, texts: list[str]) -> tuple[dict, dict]:
+    """Batches that add, rewrite and remove pages; the groups and winners after them."""
+    from neardup.service import PageUpdate, ServiceIndex
+
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:60])])
+        ix.apply([PageUpdate(f"http://y/{i}", text=texts[i]) for i in range(0, 60, 4)])
+        ix.apply([PageUpdate(f"http://x/{i}", remove=True) for i in range(0, 60, 7)])
+        ix.apply([PageUpdate(f"http://x/{i}", text=texts[i + 30]) for i in range(0, 30, 3)])
+        ix.apply([PageUpdate(f"http://z/{i}", text=t) for i, t in enumerate(texts[60:])])
+        groups = {g: frozenset(m) for g, m in ix.groups.items()}
+        winners = {g: ix.winners.get(g) for g in groups}
+        assert ix.consistency_errors() == []
+    return groups, winners
+
+
+def test_groups_folded_after_every_batch_are_the_groups_kept_in_the_overlay(tmp_path, monkeypatch):
+    """`settle` folds the overlay into the arrays (from the page table's `group` column,
+    the winners by one sort): forced after every batch, the groups and winners are those of
+    an index that never folds, and reopened from the files they are the same."""
+    from neardup.service import ServiceIndex
+    from neardup.service import members as members_module
+
+    texts = near_copies(100, 7, vocab=500, words=100, bases=5, edits=6)
+    kept = _index_groups(tmp_path / "kept", texts)
+    monkeypatch.setattr(members_module, "FOLD_AT_LEAST", 0)
+    monkeypatch.setattr(members_module, "FOLD_SHARE", 10**9)
+    folded = _index_groups(tmp_path / "folded", texts)
+    assert folded == kept
+    assert any(len(m) > 1 for m in kept[0].values())  # groups of several pages, not only one
+    with ServiceIndex(tmp_path / "folded", read_only=True) as ix:
+        assert {g: frozenset(m) for g, m in ix.groups.items()} == kept[0]
+
+
+@pytest.mark.parametrize("fold", [False, True])
 @given(
     st.dictionaries(st.integers(0, 9), st.sampled_from(URLS), max_size=8),
     st.lists(st.tuples(st.booleans(), st.integers(0, 12), st.sampled_from(URLS)), max_size=30),
 )
-def test_winners_equal_a_dict(opened, seq):
-    table = pa.table(
-        {
-            "group_id": list(opened),
-            "winner_url": list(opened.values()),
-            "size": [1] * len(opened),
-            "failed": [0] * len(opened),
-        },
-        schema=GROUP_SCHEMA,
-    )
-    got, want = Winners(table), dict(opened)
-    for elect, gid, url in seq:
-        if elect:
-            got[gid] = url
-            want[gid] = url
-        else:
-            assert got.pop(gid, None) == want.pop(gid, None)
-        for g in range(13):
-            assert got.get(g) == want.get(g)
+def test_winners_equal_a_dict(fold, opened, seq):
+    """Elections and deletions over the winners as opened, folded into the arrays every
+    third change (`settle`) or never."""
+    from unittest import mock
+
+    from neardup.service import members as members_module
+
+    got, want = Winners(_group_rows(opened)), dict(opened)
+    with mock.patch.object(members_module, "FOLD_AT_LEAST", 0 if fold else 10**9):
+        for i, (elect, gid, url) in enumerate(seq):
+            if elect:
+                got[gid] = url
+                want[gid] = url
+            else:
+                assert got.pop(gid, None) == want.pop(gid, None)
+            if i % 3 == 0:
+                got.settle()
+            for g in range(13):
+                assert got.get(g) == want.get(g)

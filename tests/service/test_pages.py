@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neardup.service.pages as pages_module
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.pages import PageTable
+from neardup.service.pages import PageTable, SlotRows
 
 
 def test_colliding_keys_are_told_apart_by_the_url():
@@ -86,3 +88,34 @@ def test_pages_added_after_opening_are_found_once_folded(tmp_path, monkeypatch):
         assert [ix.pages[f"http://a.example/{i}#x"].links_in for i in range(30)] == list(range(30))
     with ServiceIndex(tmp_path / "s", read_only=True) as ix:
         assert {u: ix.status(u) for u in ix.pages} == got
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 300), st.lists(st.integers(1, 400), min_size=1, max_size=6), st.randoms())
+def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, rnd):
+    """Rows opened as one array, then blocks added as slots are (small first blocks here):
+    every read (a slot, a slice, many slots across blocks) and write is the plain
+    matrix's."""
+    from unittest import mock
+
+    base = np.arange(base_rows * 3, dtype=np.uint32).reshape(base_rows, 3)
+    plain = base.copy()
+    with mock.patch.object(SlotRows, "_FIRST", 7):
+        rows = SlotRows(3, np.uint32, base.copy())
+        for need in grows:
+            rows.reserve(rows.rows + need)
+            plain = np.concatenate([plain, np.zeros((rows.rows - plain.shape[0], 3), np.uint32)])
+            for _ in range(20):
+                slot = rnd.randrange(rows.rows)
+                value = rnd.randrange(2**32)
+                rows[slot] = value
+                plain[slot] = value
+            assert rows.shape == plain.shape
+            picks = [rnd.randrange(rows.rows) for _ in range(rnd.randrange(0, 50))]
+            assert np.array_equal(rows[picks], plain[picks])
+            assert np.array_equal(rows[np.array(picks, np.int64)], plain[picks])
+            lo = rnd.randrange(rows.rows)
+            assert np.array_equal(rows[lo : lo + 5], plain[lo : lo + 5])
+            assert np.array_equal(rows[lo], plain[lo])
+    with pytest.raises(IndexError):
+        rows[rows.rows]

@@ -10,12 +10,17 @@ from the delta at once and marked dead for the base (its base entries are skippe
 lookup); the next saved graph (`ScanGraph.arrays`) folds both levels into one base again.
 
 A node is a page slot, which never changes (`pages.PageTable`), so the saved arrays stay
-valid from one version to the next. A node's own band keys (to find its entries when it
-leaves) are a (slots, tables) matrix saved likewise, with the keys of nodes that entered
-since in a dict.
+valid from one version to the next. A node's own band keys (to find its buckets when it
+leaves) are those of its sketch, which the graph computes again (`ScanGraph._keys_of`):
+they are not saved (a (slots, tables) matrix of them was 112 bytes a page). Kept here are
+only the keys of the nodes in the delta and, for a node of the base whose sketch is about
+to change, its keys from before (`stash`); the base is searched for the rest when the graph
+is replayed on opening (`base_keys_of`), where the sketches may have changed since the save.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -33,24 +38,48 @@ class BandBuckets:
         tables: int,
         base_keys: np.ndarray | None = None,
         base_slots: np.ndarray | None = None,
-        node_keys: np.ndarray | None = None,
+        cap: int | None = None,
     ) -> None:
         """`base_keys[t]` ascending with `base_slots[t]` the node of each key (tables x
-        entries), `node_keys[slot]` each base node's keys: a saved graph's arrays."""
+        entries): a saved graph's arrays; `cap` above every base slot (None: found)."""
         self.tables = tables
         self.base_keys = np.zeros((tables, 0), np.int64) if base_keys is None else base_keys
         self.base_slots = np.zeros((tables, 0), np.int32) if base_slots is None else base_slots
-        self.base_node_keys = np.zeros((0, tables), np.int64) if node_keys is None else node_keys
+        if cap is None:
+            cap = int(self.base_slots.max()) + 1 if self.base_slots.size else 0
         # Per slot: the node left since the base was saved (its base entries no longer hold).
-        self.base_dead = np.zeros(max(self.base_node_keys.shape[0], 1024), bool)
+        self.base_dead = np.zeros(max(cap, 1024), bool)
         self.delta_keys = [_EMPTY_KEYS] * tables
         self.delta_slots = [_EMPTY_IDS] * tables
         self.new_keys: dict[int, np.ndarray] = {}  # keys of the nodes in the delta
+        self.stashed: dict[int, np.ndarray] = {}  # keys of base nodes from before a change
 
-    def keys_of(self, slot: int) -> np.ndarray:
-        """The band keys of a node (one per table)."""
+    def keys_of(self, slot: int) -> np.ndarray | None:
+        """The band keys of a node (one per table) when kept here; None for a node of the
+        base whose keys are its sketch's."""
         got = self.new_keys.get(slot)
-        return self.base_node_keys[slot] if got is None else got
+        return self.stashed.get(slot) if got is None else got
+
+    def stash(self, slot: int, keys: np.ndarray) -> None:
+        """Keep a base node's keys before its sketch changes (until it leaves)."""
+        if slot not in self.new_keys:
+            self.stashed.setdefault(slot, keys)
+
+    def base_keys_of(self, slots: np.ndarray) -> dict[int, np.ndarray]:
+        """The keys of base nodes found in the base itself (one pass over each table), for
+        nodes whose sketch may have changed since the save."""
+        want = np.asarray(slots, np.int64)
+        if not want.size or not self.base_slots.shape[1]:
+            return {}
+        cols = []
+        for t in range(self.tables):
+            at = np.flatnonzero(np.isin(self.base_slots[t], want))
+            at = at[~self.base_dead[self.base_slots[t][at]]]
+            order = np.argsort(self.base_slots[t][at], kind="stable")
+            cols.append((self.base_slots[t][at][order], self.base_keys[t][at][order]))
+        found = cols[0][0]
+        keys = np.stack([k for _, k in cols], axis=1)
+        return dict(zip(found.tolist(), keys, strict=True))
 
     def members(
         self, keys: list[np.ndarray], at_least: int = 2
@@ -86,6 +115,8 @@ class BandBuckets:
             grown[: self.base_dead.size] = self.base_dead
             self.base_dead = grown
         self.base_dead[slots] = True
+        for s in slots:
+            self.stashed.pop(s, None)
         gone = [s for s in slots if self.new_keys.pop(s, None) is not None]
         if gone:
             drop = np.array(gone, np.int64)
@@ -107,13 +138,16 @@ class BandBuckets:
             order = np.argsort(k, kind="stable")
             self.delta_keys[t], self.delta_slots[t] = k[order], i[order]
 
-    def arrays(self, cap: int) -> dict[str, np.ndarray]:
-        """Both levels folded into one base (what a saved graph holds): per table the keys
-        ascending with their nodes, and each node's keys at its slot (`cap` rows). Each
-        table is sorted into its row of the result: a list of tables stacked afterwards,
-        slots widened then narrowed, held about twice the result at the peak of a save."""
-        keys = np.zeros((self.tables, 0), np.int64)
-        slots = np.zeros((self.tables, 0), np.int32)
+    def entries(self) -> int:
+        """Entries of each table once both levels are folded: every node is in every
+        table once."""
+        base = self.base_slots[0] if self.base_slots.shape[1] else _EMPTY_IDS
+        return int((~self.base_dead[base]).sum()) + self.delta_slots[0].size
+
+    def table_rows(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Both levels folded into one base (what a saved graph holds), a table at a time:
+        its keys ascending and their nodes, each a (1, `entries`) block. Made one table
+        after the other so that a save holds one table's rows, not all of them."""
         for t in range(self.tables):
             bk, bs = self.base_keys[t], self.base_slots[t]
             if bs.size:
@@ -121,15 +155,15 @@ class BandBuckets:
                 bk, bs = bk[live], bs[live]
             k = np.concatenate([bk, self.delta_keys[t]])
             order = np.argsort(k, kind="stable")
-            if t == 0:  # every table holds each node once: one width for all
-                keys = np.empty((self.tables, k.size), np.int64)
-                slots = np.empty((self.tables, k.size), np.int32)
-            keys[t] = k[order]
+            keys = k[order]
             del k
-            slots[t] = np.concatenate([bs, self.delta_slots[t]])[order]
-        node_keys = np.zeros((cap, self.tables), np.int64)
-        m = min(cap, self.base_node_keys.shape[0])
-        node_keys[:m] = self.base_node_keys[:m]
-        for s, k in self.new_keys.items():
-            node_keys[s] = k
-        return {"band_keys": keys, "band_slots": slots, "node_keys": node_keys}
+            slots = np.concatenate([bs, self.delta_slots[t]])[order].astype(np.int32)
+            yield keys[None, :], slots[None, :]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The folded base as whole arrays (`table_rows` put together)."""
+        rows = list(self.table_rows())
+        width = self.entries()
+        keys = np.concatenate([k for k, _ in rows]) if rows else np.zeros((0, width), np.int64)
+        slots = np.concatenate([s for _, s in rows]) if rows else np.zeros((0, width), np.int32)
+        return {"band_keys": keys, "band_slots": slots}

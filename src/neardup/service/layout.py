@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,6 +110,19 @@ class Segment:
     groups: pa.Table
 
 
+@dataclass(frozen=True)
+class RowBlocks:
+    """`.npy` files written together block by block along their first axis, so that no
+    file's whole array is ever in memory: `specs` names each file's shape and dtype,
+    `blocks` yields a tuple of one block a file (in `specs`' order) at a time."""
+
+    specs: dict[str, tuple[tuple[int, ...], Any]]
+    blocks: Iterable[tuple[np.ndarray, ...]]
+
+
+Arrays = Iterable[tuple[str, np.ndarray] | RowBlocks]
+
+
 @dataclass
 class Manifest:
     """One committed version of the index."""
@@ -174,19 +188,85 @@ def _fsync_dir(folder: Path) -> None:
 
 def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> None:
     """Write a segment folder completely (under a temporary name, then renamed)."""
+    matrices = [("signatures", seg.signatures), ("dim_lengths", seg.dim_lengths)]
+    _write_segment(store, name, [seg.pages], matrices, seg.groups, hook)
+
+
+def write_merged(store: Path, name: str, names: list[str], drop_deleted: bool) -> int:
+    """The segments `names` merged (`merged`) and written as segment `name`, a block of
+    rows at a time: the newest row of each page found from the slot column alone, the page
+    rows then read from each segment's file batch by batch and filtered, the matrices' rows
+    read from their files (not their maps, so what was read is not left resident). A merge
+    of a million pages held all their rows and their half a gigabyte of sketches once more.
+    Returns its page rows."""
+    if len(names) == 1:
+        seg = read_segment(store, names[0])
+        write_segment(store, name, merged([seg], drop_deleted))
+        return seg.pages.num_rows
+    files = [store / n / "pages.parquet" for n in names]
+    keys = pa.concat_tables([_read_parquet(f, PAGE_SCHEMA, ("slot",)) for f in files])
+    if keys.column("slot").null_count:  # an older neardup's rows: by URL
+        keys = pa.concat_tables([_read_parquet(f, PAGE_SCHEMA, ("slot", "url")) for f in files])
+    keep = np.zeros(keys.num_rows, bool)
+    keep[_newest_pages(keys)] = True
+    rows = np.flatnonzero(keep)
+    del keys
+    group_rows = [_read_parquet(store / n / "groups.parquet", GROUP_SCHEMA) for n in names]
+    groups = _newest_groups(pa.concat_tables(group_rows), drop_deleted)
+    del group_rows
+    sigs = [np.load(store / n / "signatures.npy", mmap_mode="r") for n in names]
+    lens = [np.load(store / n / "dim_lengths.npy", mmap_mode="r") for n in names]
+    blocks = RowBlocks(
+        {
+            "signatures": ((rows.size, sigs[0].shape[1]), sigs[0].dtype),
+            "dim_lengths": ((rows.size, lens[0].shape[1]), lens[0].dtype),
+        },
+        (
+            (_gather(sigs, rows[lo : lo + _BLOCK]), _gather(lens, rows[lo : lo + _BLOCK]))
+            for lo in range(0, rows.size, _BLOCK)
+        ),
+    )
+    _write_segment(store, name, _kept_rows(files, keep), [blocks], groups)
+    return int(rows.size)
+
+
+def _kept_rows(files: list[Path], keep: np.ndarray) -> Iterator[pa.Table]:
+    """The rows of Parquet files read one after the other where `keep` (over all their
+    rows, in file order) says so, a batch at a time."""
+    at = 0
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=_BLOCK):
+            part = _conform(pa.Table.from_batches([batch]), PAGE_SCHEMA)
+            yield part.filter(pa.array(keep[at : at + part.num_rows]))
+            at += part.num_rows
+
+
+_BLOCK = 65_536  # rows of a segment's matrices gathered at a time by a merge
+
+
+def _write_segment(
+    store: Path,
+    name: str,
+    pages: Iterable[pa.Table],
+    matrices: Arrays,
+    groups: pa.Table,
+    hook: bool = False,
+) -> None:
+    """A segment folder from its page rows (in blocks), matrices and group rows."""
     final = store / name
     tmp = store / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    pq.write_table(seg.pages, tmp / "pages.parquet", compression="snappy")
-    _save_npy(tmp / "signatures.npy", seg.signatures)
-    _save_npy(tmp / "dim_lengths.npy", seg.dim_lengths)
+    with pq.ParquetWriter(tmp / "pages.parquet", PAGE_SCHEMA, compression="snappy") as out:
+        for block in pages:
+            out.write_table(block.cast(PAGE_SCHEMA))
+    _save_all(tmp, matrices)
     delay = os.environ.get(SLEEP_HOOK) if hook else None
     if delay:
         print(TX_MARKER, flush=True)
         print(TX_MARKER, file=sys.stderr, flush=True)
         time.sleep(float(delay))
-    pq.write_table(seg.groups, tmp / "groups.parquet", compression="snappy")
+    pq.write_table(groups, tmp / "groups.parquet", compression="snappy")
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
@@ -211,11 +291,19 @@ def read_segment(store: Path, name: str) -> Segment:
     )
 
 
-def _read_parquet(path: Path, schema: pa.Schema) -> pa.Table:
+def _read_parquet(path: Path, schema: pa.Schema, columns: tuple[str, ...] = ()) -> pa.Table:
     """One Parquet file, as written (`ParquetFile`, not `read_table`: that one loads the
-    dataset layer and pandas, half a second of a command's start). Columns that files of an
-    older neardup lack (`slot`, `version`) are read as nulls."""
-    table = pq.ParquetFile(path).read()
+    dataset layer and pandas, half a second of a command's start), or only its `columns`.
+    Columns that files of an older neardup lack (`slot`, `version`) are read as nulls."""
+    f = pq.ParquetFile(path)
+    if columns:
+        have = [c for c in columns if c in f.schema_arrow.names]
+        return _conform(f.read(columns=have), pa.schema([schema.field(c) for c in columns]))
+    return _conform(f.read(), schema)
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with `schema`'s columns in its order, those it lacks as nulls."""
     for name in schema.names:
         if name not in table.column_names:
             table = table.append_column(
@@ -232,34 +320,63 @@ def merged(segs: list[Segment], drop_deleted: bool) -> Segment:
         if drop_deleted:
             one.groups = one.groups.filter(one.groups.column("winner_url").is_valid())
         return one
+    pages, rows, groups = _merge_rows(segs, drop_deleted)
+    return Segment(
+        pages.take(rows),
+        _gather([s.signatures for s in segs], rows),
+        _gather([s.dim_lengths for s in segs], rows),
+        groups,
+    )
+
+
+def _merge_rows(segs: list[Segment], drop_deleted: bool) -> tuple[pa.Table, np.ndarray, pa.Table]:
+    """The page rows of several segments stacked, the positions of the newest row of each
+    page among them (ascending: also their matrices' rows across `segs`), and the newest
+    group rows."""
     pages = pa.concat_tables([s.pages for s in segs])
-    pages = pages.append_column("_row", pa.array(np.arange(pages.num_rows, dtype=np.int64)))
-    groups = pa.concat_tables([s.groups for s in segs])
-    groups = groups.append_column("_row", pa.array(np.arange(groups.num_rows, dtype=np.int64)))
     rows = np.sort(_newest_pages(pages))
+    return pages, rows, _newest_groups(pa.concat_tables([s.groups for s in segs]), drop_deleted)
+
+
+def _newest_groups(groups: pa.Table, drop_deleted: bool) -> pa.Table:
+    """The last row of each group (rows in segment order), deleted groups out when
+    `drop_deleted`."""
+    groups = groups.append_column("_row", pa.array(np.arange(groups.num_rows, dtype=np.int64)))
     grows = np.sort(_newest(groups, "group_id"))
     if drop_deleted:
         alive = groups.column("winner_url").take(pa.array(grows)).is_valid().to_numpy(False)
         grows = grows[alive]
-    return Segment(
-        pages.take(rows).drop_columns(["_row"]),
-        _gather([s.signatures for s in segs], rows),
-        _gather([s.dim_lengths for s in segs], rows),
-        groups.take(grows).drop_columns(["_row"]),
-    )
+    return groups.take(grows).drop_columns(["_row"])
 
 
 def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     """Rows `rows` (ascending, numbered across `parts`) of the stacked matrices, read from
-    each part in turn without stacking them first."""
-    ends = np.cumsum([p.shape[0] for p in parts])
+    each part in turn without stacking them first, `_BLOCK` rows at a time: a part mapped
+    from a file is read from the file, the span of a block's rows at once (a merge keeps
+    most rows, in order), so that what was read is not left resident in the maps."""
+    starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])])
     out = np.empty((rows.size, parts[0].shape[1]), dtype=parts[0].dtype)
-    cuts = np.searchsorted(rows, ends)
-    lo = 0
-    for part, end, cut in zip(parts, ends.tolist(), cuts.tolist(), strict=True):
-        out[lo:cut] = part[rows[lo:cut] - (end - part.shape[0])]
-        lo = cut
+    for lo in range(0, rows.size, _BLOCK):
+        block = rows[lo : lo + _BLOCK]
+        cuts = np.searchsorted(block, starts)
+        for i, part in enumerate(parts):
+            a, b = int(cuts[i]), int(cuts[i + 1])
+            if b > a:
+                at = block[a:b] - starts[i]
+                first = int(at[0])
+                out[lo + a : lo + b] = _span(part, first, int(at[-1]) + 1)[at - first]
     return out
+
+
+def _span(part: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Rows lo .. hi-1 of a matrix; of a file's map, read from the file."""
+    # Only a whole file's map: a slice of a `np.memmap` keeps the map's offset, not its own.
+    if isinstance(part, np.memmap) and isinstance(part.base, mmap.mmap) and part.filename:
+        width = part.shape[1]
+        offset = part.offset + lo * width * part.dtype.itemsize
+        got = np.fromfile(part.filename, part.dtype, (hi - lo) * width, offset=offset)
+        return got.reshape(hi - lo, width)
+    return part[lo:hi]
 
 
 def _newest_pages(pages: pa.Table) -> np.ndarray:
@@ -268,7 +385,8 @@ def _newest_pages(pages: pa.Table) -> np.ndarray:
     older neardup that have none (a hash aggregation over strings, several times slower)."""
     slots = pages.column("slot")
     if slots.null_count or not pages.num_rows:
-        return _newest(pages, "url")
+        at = pa.array(np.arange(pages.num_rows, dtype=np.int64))
+        return _newest(pages.append_column("_row", at), "url")
     slot = slots.to_numpy()
     order = np.argsort(slot, kind="stable")  # one page's rows stay in segment order
     ordered = slot[order]
@@ -381,16 +499,16 @@ def graph_name(manifest: Manifest | None) -> str | None:
     return None if got is None else str(got["name"])
 
 
-def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray], hook: bool = False) -> None:
+def write_arrays(store: Path, name: str, arrays: Arrays, hook: bool = False) -> None:
     """A folder of `.npy` files written completely (under a temporary name, flushed, then
-    renamed); it counts only once a manifest committed after it names it."""
+    renamed); it counts only once a manifest committed after it names it. `arrays` yields
+    (file name, array) pairs or `RowBlocks`, each written before the next is made."""
     final = store / name
     tmp = store / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(final, ignore_errors=True)  # a leftover of a killed writer
     tmp.mkdir()
-    for key, arr in arrays.items():
-        _save_npy(tmp / f"{key}.npy", arr)
+    _save_all(tmp, arrays)
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
@@ -399,6 +517,41 @@ def write_arrays(store: Path, name: str, arrays: dict[str, np.ndarray], hook: bo
     if delay:
         print(TX_MARKER, flush=True)
         time.sleep(float(delay))
+
+
+def _save_all(folder: Path, arrays: Arrays) -> None:
+    for item in arrays:
+        if isinstance(item, RowBlocks):
+            _save_blocks(folder, item)
+        else:
+            _save_npy(folder / f"{item[0]}.npy", item[1])
+
+
+def _save_blocks(folder: Path, rows: RowBlocks) -> None:
+    """The files of `rows`: each `.npy` header, then the blocks' bytes in order (a C-order
+    array is its first axis' blocks one after the other); the rows written must add up to
+    each shape's first axis."""
+    with contextlib.ExitStack() as stack:
+        files = []
+        for key, (shape, dtype) in rows.specs.items():
+            fh = stack.enter_context(open(folder / f"{key}.npy", "wb"))
+            header = {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                "fortran_order": False,
+                "shape": tuple(shape),
+            }
+            np.lib.format.write_array_header_1_0(fh, header)
+            files.append((fh, shape, np.dtype(dtype)))
+        written = [0] * len(files)
+        for blocks in rows.blocks:
+            for i, ((fh, shape, dtype), block) in enumerate(zip(files, blocks, strict=True)):
+                if block.shape[1:] != tuple(shape[1:]):
+                    raise ValueError(f"a block of {block.shape} for an array of {shape}")
+                fh.write(np.ascontiguousarray(block, dtype).tobytes())
+                written[i] += block.shape[0]
+        for (_, shape, _), n in zip(files, written, strict=True):
+            if n != shape[0]:
+                raise ValueError(f"{n} rows written of an array of {shape}")
 
 
 def read_arrays(store: Path, name: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:

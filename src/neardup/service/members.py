@@ -6,8 +6,10 @@ opening time at 200,000 pages. Now the groups as opened are arrays: the pages of
 a run of a (group id, slot) array sorted by group, made with one sort of the page table's
 `group` column, and the winners are the group rows' own columns (group ids sorted, winner
 URLs in one Arrow array). A batch changes a few groups; those, and only those, become Python
-sets of URLs (an overlay that says "this group is now ..."), as small as the batches since
-opening.
+sets of URLs (an overlay that says "this group is now ..."), folded back into the arrays
+(`settle`) once it holds more than an eighth as many groups as they do: adding a million
+pages to an empty index would otherwise leave every group in the overlay, about 450 bytes a
+page with the winners'.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ import pyarrow.compute as pc
 
 from neardup.service.pages import PageTable
 
+FOLD_SHARE = 8  # an overlay folded once it holds more than 1/FOLD_SHARE of the groups
+FOLD_AT_LEAST = 65_536  # ... and more than this many (small indexes never fold)
+
+
+def _fold_due(overlay: int, base: int) -> bool:
+    return overlay > FOLD_AT_LEAST and overlay * FOLD_SHARE > base
+
 
 class GroupMembers:
     """group id -> its pages (URLs), a mapping of the live groups; what `get`, `[]`,
@@ -29,6 +38,11 @@ class GroupMembers:
     def __init__(self, pages: PageTable) -> None:
         """The groups of the page table's `group` column (the committed state)."""
         self._pages = pages
+        self._build()
+
+    def _build(self) -> None:
+        """The arrays made from the page table's `group` column, the overlay emptied."""
+        pages = self._pages
         n = pages.n
         g = pages.group[:n]
         slots = np.flatnonzero(g >= 0)
@@ -36,7 +50,24 @@ class GroupMembers:
         self._gid = g[slots][order]
         self._slot = slots[order]
         self._ids, self._sizes = np.unique(self._gid, return_counts=True)
-        self._over: dict[int, set[str]] = {}  # groups changed since opening (empty: gone)
+        # Groups changed since the arrays were made (empty: gone): a set while a batch
+        # changes one, a tuple after (`settle`): most groups hold one page, and a set of one
+        # costs 216 bytes, a tuple 48.
+        self._over: dict[int, set[str] | tuple[str, ...]] = {}
+        self._changing: set[int] = set()  # the groups a batch made sets of
+
+    def settle(self) -> None:
+        """Between batches: fold the overlay into the arrays once it is large. The page
+        table's `group` column is kept in step with every change (`batch.py`), so the
+        arrays are made again from it, as on opening."""
+        if _fold_due(len(self._over), self._ids.size):
+            self._build()
+            return
+        for gid in self._changing:
+            got = self._over.get(gid)
+            if isinstance(got, set):
+                self._over[gid] = tuple(got)
+        self._changing = set()
 
     def _run(self, gid: int) -> tuple[int, int]:
         return (
@@ -61,8 +92,9 @@ class GroupMembers:
 
     def _mut(self, gid: int) -> set[str]:
         got = self._over.get(gid)
-        if got is None:
+        if not isinstance(got, set):
             got = self._over[gid] = set(self.members(gid))
+            self._changing.add(gid)
         return got
 
     def get(self, gid: int) -> Collection[str] | None:
@@ -76,7 +108,7 @@ class GroupMembers:
         return got
 
     def __setitem__(self, gid: int, pages: Iterable[str]) -> None:
-        self._over[gid] = set(pages)
+        self._over[gid] = tuple(set(pages))
 
     def __contains__(self, gid: object) -> bool:
         return isinstance(gid, int) and self.size(gid) > 0
@@ -89,7 +121,7 @@ class GroupMembers:
 
     def pop(self, gid: int, default: Collection[str] | None = None) -> Collection[str] | None:
         got = self.members(gid)
-        self._over[gid] = set()
+        self._over[gid] = ()
         return got if got else default
 
     def _base_ids(self) -> np.ndarray:
@@ -147,6 +179,22 @@ class Winners:
 
     def __setitem__(self, gid: int, url: str) -> None:
         self._over[gid] = url
+
+    def settle(self) -> None:
+        """Between batches: fold the winners elected since into the arrays once they are
+        many (`_fold_due`), one sort of the group ids."""
+        if not _fold_due(len(self._over), self._gid.size):
+            return
+        changed = np.fromiter(self._over, np.int64, len(self._over))
+        keep = ~np.isin(self._gid, changed)
+        live = [(g, u) for g, u in self._over.items() if u is not None]
+        gid = np.concatenate([self._gid[keep], np.array([g for g, _ in live], np.int64)])
+        urls = pa.concat_arrays(
+            [self._url.filter(pa.array(keep)), pa.array([u for _, u in live], pa.string())]
+        )
+        order = np.argsort(gid, kind="stable")
+        self._gid, self._url = gid[order], urls.take(pa.array(order))
+        self._over = {}
 
     def pop(self, gid: int, default: str | None = None) -> str | None:
         got = self.get(gid)

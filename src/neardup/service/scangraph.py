@@ -33,7 +33,7 @@ pages written after them (`replay`): no structure is rebuilt, no page becomes an
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from itertools import pairwise
 
 import numpy as np
@@ -51,6 +51,7 @@ from neardup.kernels.graph import (
 )
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
 from neardup.service.band_buckets import BandBuckets
+from neardup.service.layout import RowBlocks
 from neardup.service.pages import PageTable
 
 _VERIFY_CHUNK = 65_536  # candidate pairs verified at a time when building (their sketches)
@@ -83,13 +84,15 @@ class ScanGraph:
         self.member[:m], self.mfp[:m], self.node[:m] = a["member"], a["mfp"], a["node"]
         # The saved arrays (mapped) and what changed since.
         self.cls_fp, self.cls_slot = a["cls_fp"], a["cls_slot"]
-        self.cls_over: dict[int, set[int]] = {}
+        # A class changed since the save: a set while a batch changes it, then a tuple (a
+        # set of one page costs 216 bytes, a tuple 48; most classes hold one page).
+        self.cls_over: dict[int, set[int] | tuple[int, ...]] = {}
         self.pair_keys, self.pair_counts = a["pair_keys"], a["pair_counts"]
         self.pair_over: dict[int, int] = {}  # packed pair -> tables emitting it (0: none)
         self.adj_u, self.adj_v, self.adj_s = a["adj_u"], a["adj_v"], a["adj_s"]
         self.adj_ptr = a["adj_ptr"]  # node u's edges: adj_v[adj_ptr[u] : adj_ptr[u + 1]]
         self.adj_over: dict[int, dict[int, float]] = {}
-        self.buckets = BandBuckets(self.bands, a["band_keys"], a["band_slots"], a["node_keys"])
+        self.buckets = BandBuckets(self.bands, a["band_keys"], a["band_slots"], cap)
 
     # ------------------------------------------------------------------ reading the state
 
@@ -130,13 +133,17 @@ class ScanGraph:
 
     def _class_mut(self, fp: int) -> set[int]:
         got = self.cls_over.get(fp)
-        if got is None:
+        if not isinstance(got, set):
             got = self.cls_over[fp] = set(self.class_members(fp))
         return got
 
     def _classes_mut(self, fps: Collection[int]) -> None:
         """`_class_mut` of many classes, their saved members found with one search for all
         (a batch's classes: nearly all new, or of one page)."""
+        for fp in fps:
+            got = self.cls_over.get(fp)
+            if isinstance(got, tuple):
+                self.cls_over[fp] = set(got)
         todo = np.fromiter((fp for fp in fps if fp not in self.cls_over), np.int64)
         if not todo.size:
             return
@@ -220,14 +227,12 @@ class ScanGraph:
         self.node[rep_slots] = True
         node_sigs = self.pages.sigs[rep_slots]
         band = lsh_keys(node_sigs, None, self.bands, self.rows)
-        node_keys = np.zeros((self.member.size, self.bands), np.int64)
-        node_keys[rep_slots] = band
         bk, bs = [], []
         for t in range(self.bands):
             o = np.argsort(band[:, t], kind="stable")
             bk.append(band[o, t])
             bs.append(rep_slots[o].astype(np.int32))
-        self.buckets = BandBuckets(self.bands, np.stack(bk), np.stack(bs), node_keys)
+        self.buckets = BandBuckets(self.bands, np.stack(bk), np.stack(bs), self.member.size)
         # Candidates: each table's pairs by the scan's bucket rule (chains in key order),
         # counted over the tables that emit them.
         docs = np.arange(reps.size, dtype=np.int64)
@@ -273,6 +278,11 @@ class ScanGraph:
         their current sketch and class, as a batch would have put them. A page already in
         that state is taken out and put back, which leaves the same graph."""
         self._fit()
+        # Their sketches may have changed since the save: the base's own entries say which
+        # buckets the nodes among them hold.
+        based = slots[self.node[slots]]
+        for slot, keys in self.buckets.base_keys_of(based).items():
+            self.buckets.stash(slot, keys)
         eligible = self.eligible(slots)
         gone = slots[~eligible].tolist()
         put = dict(
@@ -283,6 +293,28 @@ class ScanGraph:
             )
         )
         self.update(gone, put)
+
+    def signature_changing(self, slot: int) -> None:
+        """A page's sketch is about to change: a node keeps the keys it is filed under."""
+        if slot < self.node.size and self.node[slot] and self.buckets.keys_of(slot) is None:
+            sig = self.pages.sigs[slot : slot + 1]
+            self.buckets.stash(slot, lsh_keys(sig, None, self.bands, self.rows)[0])
+
+    def _keys_of(self, nodes: list[int]) -> np.ndarray:
+        """The band keys each node is filed under (nodes x tables): kept by the band index,
+        else its sketch's."""
+        out = np.empty((len(nodes), self.bands), np.int64)
+        todo = []
+        for i, s in enumerate(nodes):
+            got = self.buckets.keys_of(s)
+            if got is None:
+                todo.append(i)
+            else:
+                out[i] = got
+        if todo:
+            slots = [nodes[i] for i in todo]
+            out[todo] = lsh_keys(self.pages.sigs[slots], None, self.bands, self.rows)
+        return out
 
     def eligible(self, slots: np.ndarray) -> np.ndarray:
         """Which pages are the graph's: sketched, live, and with the scan's words."""
@@ -296,10 +328,29 @@ class ScanGraph:
             )
         )
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> Iterator[tuple[str, np.ndarray] | RowBlocks]:
         """The graph as base arrays with no overlay (what `graph-N/` holds): the saved
-        arrays with what changed since folded in."""
+        arrays with what changed since folded in. Made one group of arrays at a time as the
+        writer takes them (`layout.write_arrays`), the band index a table at a time: a save
+        holds one group beside the graph, not a second copy of all of it."""
         n = self.pages.n
+        yield "member", self.member[:n]
+        yield "mfp", self.mfp[:n]
+        yield "node", self.node[:n]
+        yield from self._class_arrays().items()
+        yield from self._pair_arrays().items()
+        yield from self._edge_arrays(n).items()
+        b = self.buckets
+        width = b.entries()
+        yield RowBlocks(
+            {
+                "band_keys": ((b.tables, width), np.int64),
+                "band_slots": ((b.tables, width), np.int32),
+            },
+            b.table_rows(),
+        )
+
+    def _class_arrays(self) -> dict[str, np.ndarray]:
         over = np.fromiter(self.cls_over, np.int64, len(self.cls_over))
         keep = ~np.isin(self.cls_fp, over) if over.size else slice(None)
         cf = [np.asarray(self.cls_fp[keep])]
@@ -309,6 +360,9 @@ class ScanGraph:
             cs.append(np.fromiter(sorted(members), np.int64, len(members)))
         cls_fp, cls_slot = np.concatenate(cf), np.concatenate(cs)
         o = np.argsort(cls_fp, kind="stable")
+        return {"cls_fp": cls_fp[o], "cls_slot": cls_slot[o]}
+
+    def _pair_arrays(self) -> dict[str, np.ndarray]:
         over_p = np.fromiter(self.pair_over, np.int64, len(self.pair_over))
         keep = ~np.isin(self.pair_keys, over_p) if over_p.size else slice(None)
         live = {p: c for p, c in self.pair_over.items() if c > 0}
@@ -317,6 +371,9 @@ class ScanGraph:
             [self.pair_counts[keep], np.fromiter(live.values(), np.int16, len(live))]
         )
         po = np.argsort(pk)
+        return {"pair_keys": pk[po], "pair_counts": pc_[po].astype(np.int16)}
+
+    def _edge_arrays(self, n: int) -> dict[str, np.ndarray]:
         over_n = np.fromiter(self.adj_over, np.int64, len(self.adj_over))
         keep = ~np.isin(self.adj_u, over_n) if over_n.size else slice(None)
         eu = [np.asarray(self.adj_u[keep], np.int64)]
@@ -329,18 +386,10 @@ class ScanGraph:
         uu, vv, ss = _cat(eu, np.int64)[0], _cat(ev, np.int64)[0], _cat(es, np.float32)[0]
         eo = np.lexsort((vv, uu))
         return {
-            "member": self.member[:n].copy(),
-            "mfp": self.mfp[:n].copy(),
-            "node": self.node[:n].copy(),
-            "cls_fp": cls_fp[o],
-            "cls_slot": cls_slot[o],
-            "pair_keys": pk[po],
-            "pair_counts": pc_[po].astype(np.int16),
             "adj_u": uu[eo],
             "adj_ptr": _pointers(uu[eo], n),
             "adj_v": vv[eo].astype(np.int32),
             "adj_s": ss[eo],
-            **self.buckets.arrays(n),
         }
 
     def view(self) -> tuple[dict, ...]:
@@ -361,7 +410,7 @@ class ScanGraph:
             {url(s): int(self.mfp[s]) for s in members},
             {fp: frozenset(url(s) for s in self.class_members(fp)) for fp in fps},
             {fp: url(r) for fp in fps if (r := self._rep(fp)) is not None},
-            {url(s): tuple(self.buckets.keys_of(s).tolist()) for s in nodes},
+            {url(s): tuple(k) for s, k in zip(nodes, self._keys_of(nodes).tolist(), strict=True)},
         )
 
     # ------------------------------------------------------------------ updates
@@ -399,6 +448,10 @@ class ScanGraph:
                 if new != old or new in put:
                     entering[new] = fp
         touched |= self._move_nodes(leaving, entering)
+        for fp in fps:  # the batch is done with these classes: as tuples from here
+            got = self.cls_over.get(fp)
+            if isinstance(got, set):
+                self.cls_over[fp] = tuple(got)
         return {s for s in touched if self.node[s]}
 
     def _move_nodes(self, leaving: set[int], entering: dict[int, int]) -> set[int]:
@@ -411,8 +464,7 @@ class ScanGraph:
         new_keys = np.empty((0, self.bands), dtype=np.int64)
         if new_slots:
             new_keys = lsh_keys(self.pages.sigs[new_slots], None, self.bands, self.rows)
-        old_keys = [self.buckets.keys_of(s) for s in leaving]
-        every = np.concatenate([np.stack(old_keys), new_keys]) if old_keys else new_keys
+        every = np.concatenate([self._keys_of(sorted(leaving)), new_keys])
         wanted = [np.unique(every[:, t]) for t in range(self.bands)]
         before = self.buckets.members(wanted)
         self.buckets.remove(list(leaving))
@@ -636,7 +688,6 @@ GRAPH_ARRAYS = (  # the files of a saved graph (`ScanGraph.arrays`)
     "adj_s",
     "band_keys",
     "band_slots",
-    "node_keys",
 )
 
 
@@ -656,5 +707,4 @@ def _empty(tables: int) -> dict[str, np.ndarray]:
         "adj_s": np.zeros(0, np.float32),
         "band_keys": np.zeros((tables, 0), np.int64),
         "band_slots": np.zeros((tables, 0), np.int32),
-        "node_keys": np.zeros((0, tables), np.int64),
     }
