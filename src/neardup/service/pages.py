@@ -16,6 +16,7 @@ touches). Removed pages keep their slot (and their row in the files), as before.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 
 import numpy as np
@@ -323,6 +324,7 @@ class SlotRows:
         self.width, self.dtype = width, np.dtype(dtype)
         self.blocks: list[np.ndarray] = []
         self.starts = np.zeros(0, np.int64)
+        self._starts: list[int] = []  # the same, for `bisect` (a slot at a time: 10x faster)
         self.rows = 0  # slots with a row (written or not)
         if base is not None and base.shape[0]:
             self._append(base)
@@ -330,6 +332,7 @@ class SlotRows:
     def _append(self, block: np.ndarray) -> None:
         self.blocks.append(block)
         self.starts = np.append(self.starts, self.rows)
+        self._starts.append(self.rows)
         self.rows += block.shape[0]
 
     def reserve(self, need: int) -> None:
@@ -345,11 +348,13 @@ class SlotRows:
     def _at(self, slot: int) -> tuple[np.ndarray, int]:
         if not 0 <= slot < self.rows:
             raise IndexError(f"slot {slot} of {self.rows}")
-        b = int(self.starts.searchsorted(slot, "right")) - 1
-        return self.blocks[b], slot - int(self.starts[b])
+        b = bisect_right(self._starts, slot) - 1
+        return self.blocks[b], slot - self._starts[b]
 
     def __getitem__(self, key: int | slice | np.ndarray | list[int]) -> np.ndarray:
         if isinstance(key, (int, np.integer)):
+            if len(self.blocks) == 1 and key >= 0:
+                return self.blocks[0][key]
             block, i = self._at(int(key))
             return block[i]
         if isinstance(key, slice):
@@ -369,6 +374,9 @@ class SlotRows:
         return out
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
+        if len(self.blocks) == 1 and slot >= 0:
+            self.blocks[0][slot] = value
+            return
         block, i = self._at(int(slot))
         block[i] = value
 
