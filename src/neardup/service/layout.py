@@ -351,9 +351,11 @@ def _newest_groups(groups: pa.Table, drop_deleted: bool) -> pa.Table:
 
 def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     """Rows `rows` (ascending, numbered across `parts`) of the stacked matrices, read from
-    each part in turn without stacking them first, `_BLOCK` rows at a time: a part mapped
-    from a file is read from the file, the span of a block's rows at once (a merge keeps
-    most rows, in order), so that what was read is not left resident in the maps."""
+    each part in turn without stacking them first, `_BLOCK` rows at a time. A part mapped
+    read-only (a merge's, `write_merged`) is read from its file, the span of a block's rows
+    at once (a merge keeps most rows, in order), so that a long-lived writer is not left
+    holding what it read in the maps; a copy-on-write map (opening's, `read_segment`) is
+    read through the map, one copy fewer, and dropped once the index is open."""
     starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])])
     out = np.empty((rows.size, parts[0].shape[1]), dtype=parts[0].dtype)
     for lo in range(0, rows.size, _BLOCK):
@@ -369,9 +371,14 @@ def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
 
 
 def _span(part: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo .. hi-1 of a matrix; of a file's map, read from the file."""
+    """Rows lo .. hi-1 of a matrix; of a file's read-only map, read from the file."""
     # Only a whole file's map: a slice of a `np.memmap` keeps the map's offset, not its own.
-    if isinstance(part, np.memmap) and isinstance(part.base, mmap.mmap) and part.filename:
+    if (
+        isinstance(part, np.memmap)
+        and part.mode == "r"
+        and isinstance(part.base, mmap.mmap)
+        and part.filename
+    ):
         width = part.shape[1]
         offset = part.offset + lo * width * part.dtype.itemsize
         got = np.fromfile(part.filename, part.dtype, (hi - lo) * width, offset=offset)
