@@ -99,6 +99,7 @@ GRAPH_EVERY_PAGES = 4096
 GRAPH_EVERY_SHARE = 8
 GRAPH_AT_CLOSE_PAGES = 4096
 GRAPH_AT_CLOSE_SHARE = 32
+TRIM_AFTER_ROWS = 65_536  # merges of at least this many rows give the freed heap back
 
 
 class ServiceIndex:
@@ -397,6 +398,7 @@ class ServiceIndex:
         no manifest names (removed by the next writer). Then the graph is mapped from the
         new folder (its overlay dropped from memory) and the old folder removed (a reader
         that mapped it keeps its mapping)."""
+        _return_freed()  # the batches' freed blocks, before the save makes its own
         with self._commit_lock:
             old = self.manifest
             name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
@@ -694,23 +696,27 @@ class ServiceIndex:
         if not self._merging.acquire(blocking=False):
             return
         try:
-            if self._merge_once():
-                while self._merge_once():
-                    pass
-                _return_freed()  # a merge's blocks, freed: given back, not kept for later
+            merged = 0
+            while (rows := self._merge_once()) is not None:
+                merged += rows
+            # A large merge's blocks, freed: given back, not kept for later. Not after the
+            # small ones (most of them): a trim walks the whole heap, which at a million
+            # pages cost more time than the memory was worth.
+            if merged >= TRIM_AFTER_ROWS:
+                _return_freed()
         finally:
             self._merging.release()
 
-    def _merge_once(self) -> bool:
-        """One merge of the newest segments `merge_plan` names; False when none is due.
-        Batches committed meanwhile only append segments, so the merged ones keep their
-        places; their files are removed once the manifest no longer names them (a reader
-        that mapped them keeps its map)."""
+    def _merge_once(self) -> int | None:
+        """One merge of the newest segments `merge_plan` names: its page rows, None when no
+        merge is due. Batches committed meanwhile only append segments, so the merged ones
+        keep their places; their files are removed once the manifest no longer names them
+        (a reader that mapped them keeps its map)."""
         with self._commit_lock:
             start = self.manifest
         k = merge_plan(start.rows)
         if not k:
-            return False
+            return None
         names = start.segments[-k:]
         name = f"{segment_name(start.version)}-merged"  # the one merge from this version
         # It reaches the oldest segment: deleted groups have nothing older to hide.
@@ -729,7 +735,7 @@ class ServiceIndex:
             self.manifest = new
         for gone in names:
             shutil.rmtree(self.store / gone, ignore_errors=True)
-        return True
+        return merged_rows
 
     # ---------------------------------------------------------------- checks
 
