@@ -23,8 +23,11 @@ def reference_members(ref: dict[int, np.ndarray], keys: list[np.ndarray], at_lea
 
 def folded(bb: BandBuckets, cap: int) -> BandBuckets:
     """The index saved and opened again: both levels folded into a new base."""
-    a = bb.arrays()
-    return BandBuckets(TABLES, a["band_keys"], a["band_slots"], cap)
+    rows = list(bb.table_rows())  # what a save writes, a table at a time
+    keys = np.concatenate([k for k, _ in rows])
+    slots = np.concatenate([s for _, s in rows])
+    assert keys.shape == slots.shape == (TABLES, bb.entries())
+    return BandBuckets(TABLES, keys, slots, cap)
 
 
 def keys_of(bb: BandBuckets, slot: int) -> list[int]:

@@ -159,11 +159,3 @@ class BandBuckets:
             del k
             slots = np.concatenate([bs, self.delta_slots[t]])[order].astype(np.int32)
             yield keys[None, :], slots[None, :]
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The folded base as whole arrays (`table_rows` put together)."""
-        rows = list(self.table_rows())
-        width = self.entries()
-        keys = np.concatenate([k for k, _ in rows]) if rows else np.zeros((0, width), np.int64)
-        slots = np.concatenate([s for _, s in rows]) if rows else np.zeros((0, width), np.int32)
-        return {"band_keys": keys, "band_slots": slots}

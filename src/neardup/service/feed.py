@@ -111,11 +111,9 @@ def add_files(
             for prepared in engine.map(sketch, batches()):
                 count(ix.apply_prepared(prepared).to_dict())
         if links:
-            added = np.unique(np.frombuffer(seen, np.int64))
             targets = list(inlinks)
             hashes = np.array([hash(u) for u in targets], np.int64)
-            at = np.minimum(added.searchsorted(hashes), max(added.size - 1, 0))
-            hit = added[at] == hashes if added.size else np.zeros(len(targets), bool)
+            hit = np.isin(hashes, np.frombuffer(seen, np.int64))
             urls = sorted(u for u, h in zip(targets, hit.tolist(), strict=True) if h)
             for i in range(0, len(urls), batch):
                 chunk = urls[i : i + batch]

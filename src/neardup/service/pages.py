@@ -139,7 +139,7 @@ class PageTable:
         # The sketches (and length vectors) as read are the table's own rows, not copied:
         # the rows of one segment stay a copy-on-write map of its file (`layout.read_segment`),
         # resident only once read; those gathered from several are already a fresh array.
-        # The first page added past them moves every column to a larger array (`_grow`).
+        # Pages added past them get a block of their own (`SlotRows`), never a copy.
         t.sigs = SlotRows(num_perm, SIGNATURE_DTYPE, _adopt(sigs, n, (num_perm,), SIGNATURE_DTYPE))
         if lens.shape[1:] == (dims,):
             t.lens = SlotRows(dims, np.int32, _adopt(lens, n, (dims,), np.int32))
@@ -323,16 +323,14 @@ class SlotRows:
     def __init__(self, width: int, dtype: type, base: np.ndarray | None = None) -> None:
         self.width, self.dtype = width, np.dtype(dtype)
         self.blocks: list[np.ndarray] = []
-        self.starts = np.zeros(0, np.int64)
-        self._starts: list[int] = []  # the same, for `bisect` (a slot at a time: 10x faster)
+        self.starts: list[int] = []  # each block's first slot (`bisect`: 10x numpy's search)
         self.rows = 0  # slots with a row (written or not)
         if base is not None and base.shape[0]:
             self._append(base)
 
     def _append(self, block: np.ndarray) -> None:
         self.blocks.append(block)
-        self.starts = np.append(self.starts, self.rows)
-        self._starts.append(self.rows)
+        self.starts.append(self.rows)
         self.rows += block.shape[0]
 
     def reserve(self, need: int) -> None:
@@ -348,8 +346,8 @@ class SlotRows:
     def _at(self, slot: int) -> tuple[np.ndarray, int]:
         if not 0 <= slot < self.rows:
             raise IndexError(f"slot {slot} of {self.rows}")
-        b = bisect_right(self._starts, slot) - 1
-        return self.blocks[b], slot - self._starts[b]
+        b = bisect_right(self.starts, slot) - 1
+        return self.blocks[b], slot - self.starts[b]
 
     def __getitem__(self, key: int | slice | np.ndarray | list[int]) -> np.ndarray:
         if isinstance(key, (int, np.integer)):
@@ -367,10 +365,11 @@ class SlotRows:
             return out
         if idx.min() < 0 or idx.max() >= self.rows:
             raise IndexError(f"slots outside 0 .. {self.rows - 1}")
-        which = self.starts.searchsorted(idx, "right") - 1
+        starts = np.array(self.starts, np.int64)
+        which = starts.searchsorted(idx, "right") - 1
         for b in np.unique(which).tolist():
             at = np.flatnonzero(which == b)
-            out[at] = self.blocks[b][idx[at] - self.starts[b]]
+            out[at] = self.blocks[b][idx[at] - starts[b]]
         return out
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
