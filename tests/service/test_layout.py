@@ -100,13 +100,14 @@ def _write_legacy(db, state, meta) -> None:
         ],
     )
     p = state.pages
+    has_sig = p.column("has_signature").to_pylist()
     sigs = [
         s.astype("<u4").tobytes() if has else None
-        for s, has in zip(state.signatures, p.column("has_signature").to_pylist(), strict=True)
+        for s, has in zip(np.asarray(state.signatures), has_sig, strict=True)
     ]
     lens = [
         row.tolist() if has else None
-        for row, has in zip(state.dim_lengths, p.column("has_signature").to_pylist(), strict=True)
+        for row, has in zip(np.asarray(state.dim_lengths), has_sig, strict=True)
     ]
     rows = pa.table(
         {

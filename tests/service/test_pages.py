@@ -90,18 +90,35 @@ def test_pages_added_after_opening_are_found_once_folded(tmp_path, monkeypatch):
         assert {u: ix.status(u) for u in ix.pages} == got
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 300), st.lists(st.integers(1, 400), min_size=1, max_size=6), st.randoms())
-def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, rnd):
-    """Rows opened as one array, then blocks added as slots are (small first blocks here):
-    every read (a slot, a slice, many slots across blocks) and write is the plain
-    matrix's."""
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 300),
+    st.lists(st.integers(1, 400), min_size=1, max_size=6),
+    st.integers(0, 3),
+    st.randoms(),
+)
+def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
+    """Rows opened as one array, or (`parts` > 0) as the rows of several segments' matrices
+    picked in some order with rows no slot reads between them (`layout.Stacked`), then
+    blocks added as slots are (small first blocks here): every read (a slot, a slice, many
+    slots across blocks) and write is the plain matrix's."""
     from unittest import mock
+
+    from neardup.service.layout import Stacked
 
     base = np.arange(base_rows * 3, dtype=np.uint32).reshape(base_rows, 3)
     plain = base.copy()
+    opened: np.ndarray | Stacked = base.copy()
+    if parts:  # the base's rows scattered over `parts` matrices with dead rows among them
+        total = base_rows + rnd.randrange(0, 50)
+        where = np.array(rnd.sample(range(total), base_rows), np.int64)
+        stacked = np.full((total, 3), 7, np.uint32)
+        stacked[where] = base
+        cuts = sorted(rnd.randrange(total + 1) for _ in range(parts - 1))
+        opened = Stacked(np.split(stacked, cuts), where)
+        assert np.array_equal(np.asarray(opened), base)
     with mock.patch.object(SlotRows, "_FIRST", 7):
-        rows = SlotRows(3, np.uint32, base.copy())
+        rows = SlotRows(3, np.uint32, opened)
         for need in grows:
             rows.reserve(rows.rows + need)
             plain = np.concatenate([plain, np.zeros((rows.rows - plain.shape[0], 3), np.uint32)])

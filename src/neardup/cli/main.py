@@ -26,7 +26,7 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import click
 import typer
@@ -205,6 +205,18 @@ def _is_interrupt(err: BaseException) -> bool:
     return isinstance(err, RuntimeError) and "interrupt" in str(err).lower()
 
 
+def _leave_now(code: int) -> NoReturn:
+    """End the process without Python's teardown, once `neardup add` is done: its index is
+    committed (each batch made durable, the writer lock released) and its report printed,
+    so nothing is left to flush but the standard streams. The teardown (numba's compiled
+    kernels, Arrow, the modules) took 0.35 s, a tenth of a 1 % increment of a
+    million-page index. Only from the console entry point: a test's runner calls the app
+    in its own process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main() -> None:
     """The console entry point: the app, with Ctrl-C turned into one line and status 130."""
     signal.signal(signal.SIGINT, _on_sigint)
@@ -212,6 +224,10 @@ def main() -> None:
     try:
         app()
         return
+    except SystemExit as done:
+        if sys.argv[1:2] == ["add"] and isinstance(done.code, int | None):
+            _leave_now(done.code or 0)
+        raise
     except (_Interrupted, KeyboardInterrupt, Exception) as err:
         if not _is_interrupt(err):
             raise

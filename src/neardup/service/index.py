@@ -150,8 +150,7 @@ class ServiceIndex:
                 )
             manifest = self._convert_legacy()
         if manifest is not None:
-            meta = manifest.meta
-            mine = Settings.from_json(meta["settings"])
+            mine, stored = stored_config(manifest)
             if settings is not None:
                 mine.check_compatible(settings)
                 mine.check_same_pages(settings)
@@ -160,11 +159,7 @@ class ServiceIndex:
                         f"threshold: {settings.threshold!r} here, {mine.threshold!r} in the index"
                     )
             self.settings = mine
-            self.options = (
-                options
-                if options is not None
-                else ServiceOptions(**_tuple_lists(json.loads(meta["options"])))
-            )
+            self.options = options if options is not None else stored
         else:
             self.settings = settings or Settings()
             self.options = options or ServiceOptions()
@@ -742,6 +737,13 @@ class ServiceIndex:
     def consistency_errors(self) -> list[str]:
         """Invariants of the last committed version (used by tests and after a crash)."""
         return invariant_errors(read_committed(self.store, self.manifest)[1])
+
+
+def stored_config(manifest: Manifest) -> tuple[Settings, ServiceOptions]:
+    """The settings and options a committed version was written with (its manifest's)."""
+    meta = manifest.meta
+    options = ServiceOptions(**_tuple_lists(json.loads(meta["options"])))
+    return Settings.from_json(meta["settings"]), options
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from neardup.kernels import SIGNATURE_DTYPE
 from neardup.pipeline.steps.near_pairs import url_key
+from neardup.service.layout import Stacked
 
 _NONE = -1  # group id of a page without a group
 _SEEN_MAX = 65_536  # slots remembered from lookups, at the most
@@ -103,27 +104,37 @@ class PageTable:
 
     @classmethod
     def from_rows(
-        cls, rows: pa.Table, sigs: np.ndarray, lens: np.ndarray, num_perm: int, dims: int
+        cls,
+        rows: pa.Table,
+        sigs: np.ndarray | Stacked,
+        lens: np.ndarray | Stacked,
+        num_perm: int,
+        dims: int,
     ) -> PageTable:
         """The pages of a committed state (`layout.read_state`): whole columns, no loop over
         pages except to hash the URLs of rows stored without a page key (older files)."""
         t = cls(num_perm, dims)
         n = rows.num_rows
+        # Rows as read need not be in slot order (a merge keeps the segments' order): each
+        # column is read into numpy and put at its slots there (the URLs once, as one
+        # string array), not the Arrow table taken in slot order first (0.2 to 0.4 s a
+        # million pages, strings and all).
         order = slot_order(rows)
-        if order is not None:  # rows as read, not in slot order: put each at its slot
-            rows = rows.take(pa.array(order))
-            sigs = np.take(sigs, order, axis=0)
-            lens = np.take(lens, order, axis=0)
+        if order is not None:
+            sigs, lens = _reordered(sigs, order), _reordered(lens, order)
         t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
         t.n = n
 
+        def at_slots(a: np.ndarray) -> np.ndarray:
+            return a if order is None else a[order]
+
         def col(name: str, fill: int) -> np.ndarray:
             c = rows.column(name)
-            return c.fill_null(fill).to_numpy() if c.null_count else c.to_numpy()
+            return at_slots(c.fill_null(fill).to_numpy() if c.null_count else c.to_numpy())
 
         def valid(name: str) -> np.ndarray:
             c = rows.column(name)
-            return c.is_valid().to_numpy() if c.null_count else np.ones(n, bool)
+            return at_slots(c.is_valid().to_numpy()) if c.null_count else np.ones(n, bool)
 
         t.group[:n] = col("group_id", _NONE)
         t.length[:n] = col("length", 0)
@@ -136,19 +147,20 @@ class PageTable:
         t.shingle_fp[:n] = col("shingle_fp", 0)
         t.has_sfp[:n] = valid("shingle_fp")
         t.n_tokens[:n] = col("n_tokens", 0)
-        # The sketches (and length vectors) as read are the table's own rows, not copied:
-        # the rows of one segment stay a copy-on-write map of its file (`layout.read_segment`),
-        # resident only once read; those gathered from several are already a fresh array.
-        # Pages added past them get a block of their own (`SlotRows`), never a copy.
+        # The sketches (and length vectors) as read are the segments' own rows, not copied:
+        # copy-on-write maps of their files (`layout.read_segment`), resident only once
+        # read, each slot reading its row (`layout.Stacked`) where they are not in slot
+        # order. Pages added past them get a block of their own (`SlotRows`), never a copy.
         t.sigs = SlotRows(num_perm, SIGNATURE_DTYPE, _adopt(sigs, n, (num_perm,), SIGNATURE_DTYPE))
         if lens.shape[1:] == (dims,):
             t.lens = SlotRows(dims, np.int32, _adopt(lens, n, (dims,), np.int32))
         else:
             t.lens = SlotRows(dims, np.int32)
             t.lens.reserve(n)
-        urls = rows.column("url").combine_chunks()
-        if isinstance(urls, pa.ChunkedArray):  # an empty table
-            urls = pa.array([], pa.string())
+        urls = rows.column("url")  # one string array in slot order (one copy at most)
+        urls = urls.combine_chunks() if order is None else urls.take(pa.array(order))
+        if isinstance(urls, pa.ChunkedArray):
+            urls = urls.combine_chunks() if urls.num_chunks else pa.array([], pa.string())
         t._urls_base = urls
         keys = rows.column("page_key")
         key = col("page_key", 0).copy()
@@ -158,10 +170,11 @@ class PageTable:
             key[missing] = [url_key(u) for u in got]
         t.key[:n] = key
         redirect = rows.column("redirect_to")
-        if redirect.null_count < n:
+        if redirect.null_count < n:  # by the row's slot (`slot`; no slots: the row's place)
             has = np.flatnonzero(redirect.is_valid().to_numpy(zero_copy_only=False))
+            slots = has if order is None else rows.column("slot").to_numpy()[has]
             for slot, target in zip(
-                has.tolist(), redirect.take(pa.array(has)).to_pylist(), strict=True
+                slots.tolist(), redirect.take(pa.array(has)).to_pylist(), strict=True
             ):
                 if target:
                     t.redirect[slot] = target
@@ -311,33 +324,49 @@ class PageTable:
 
 class SlotRows:
     """A matrix of rows by slot (the sketches, the length vectors) in blocks that are never
-    copied: the rows as opened (a copy-on-write map of a segment's file, or one array),
-    then blocks added as slots are, each as large as half the rows before it (so a few
-    dozen blocks at the most). Growing one matrix by half copied it, and held the old and
-    the new copy at once: the first page added to an index of a million pages copied its
-    half a gigabyte of sketches (0.47 s). Reads take a slot (a row, a view), a slice or
+    copied: the rows as opened (a copy-on-write map of a segment's file, one array, or
+    several segments' maps read through the row of each slot, `layout.Stacked`), then
+    blocks added as slots are, each as large as half the rows before it (so a few dozen
+    blocks at the most). Growing one matrix by half copied it, and held the old and the new
+    copy at once: the first page added to an index of a million pages copied its half a
+    gigabyte of sketches (0.47 s); gathering the rows of several segments into one matrix
+    at opening copied them twice (2.1 s). Reads take a slot (a row, a view), a slice or
     many slots (a new array); writes take a slot."""
 
     _FIRST = 65_536  # rows of the first block added
 
-    def __init__(self, width: int, dtype: type, base: np.ndarray | None = None) -> None:
+    def __init__(self, width: int, dtype: type, base: np.ndarray | Stacked | None = None) -> None:
         self.width, self.dtype = width, np.dtype(dtype)
         self.blocks: list[np.ndarray] = []
-        self.starts: list[int] = []  # each block's first slot (`bisect`: 10x numpy's search)
+        self.starts: list[int] = []  # each block's first row (`bisect`: 10x numpy's search)
         self.rows = 0  # slots with a row (written or not)
-        if base is not None and base.shape[0]:
+        self._end = 0  # rows across the blocks
+        # Slots opened through `Stacked` (0 .. `_opened` - 1) read row `_where[slot]`; the
+        # slots after them row `slot + _shift` (the blocks added since).
+        self._where: np.ndarray | None = None
+        self._opened = 0
+        self._shift = 0
+        if isinstance(base, Stacked):
+            for part in base.parts:
+                self._append(part.view(np.ndarray) if isinstance(part, np.memmap) else part)
+            self._where = base.rows
+            self._opened = self.rows = int(base.rows.size)
+            self._shift = self._end - self._opened
+        elif base is not None and base.shape[0]:
             self._append(base)
+            self.rows = self._end
 
     def _append(self, block: np.ndarray) -> None:
         self.blocks.append(block)
-        self.starts.append(self.rows)
-        self.rows += block.shape[0]
+        self.starts.append(self._end)
+        self._end += block.shape[0]
 
     def reserve(self, need: int) -> None:
         """Rows for slots up to `need` (zeros, resident only once written)."""
         while self.rows < need:
             size = max(self._FIRST, self.rows // 2, need - self.rows)
             self._append(np.zeros((size, self.width), self.dtype))
+            self.rows += size
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -346,44 +375,69 @@ class SlotRows:
     def _at(self, slot: int) -> tuple[np.ndarray, int]:
         if not 0 <= slot < self.rows:
             raise IndexError(f"slot {slot} of {self.rows}")
-        b = bisect_right(self.starts, slot) - 1
-        return self.blocks[b], slot - self.starts[b]
+        row = int(self._where[slot]) if slot < self._opened else slot + self._shift  # type: ignore[index]
+        b = bisect_right(self.starts, row) - 1
+        return self.blocks[b], row - self.starts[b]
+
+    def _row_of(self, idx: np.ndarray) -> np.ndarray:
+        """The rows of slots `idx` (in range)."""
+        if self._where is None:
+            return idx
+        rows = idx + self._shift
+        opened = idx < self._opened
+        rows[opened] = self._where[idx[opened]]
+        return rows
 
     def __getitem__(self, key: int | slice | np.ndarray | list[int]) -> np.ndarray:
         if isinstance(key, (int, np.integer)):
-            if len(self.blocks) == 1 and key >= 0:
+            if len(self.blocks) == 1 and self._where is None and key >= 0:
                 return self.blocks[0][key]
             block, i = self._at(int(key))
             return block[i]
         if isinstance(key, slice):
             key = np.arange(*key.indices(self.rows))
         idx = np.asarray(key, np.int64).reshape(-1)
-        if len(self.blocks) == 1:
+        if len(self.blocks) == 1 and self._where is None:
             return self.blocks[0][idx]
         out = np.empty((idx.size, self.width), self.dtype)
         if not idx.size:
             return out
         if idx.min() < 0 or idx.max() >= self.rows:
             raise IndexError(f"slots outside 0 .. {self.rows - 1}")
+        rows = self._row_of(idx)
         starts = np.array(self.starts, np.int64)
-        which = starts.searchsorted(idx, "right") - 1
+        which = starts.searchsorted(rows, "right") - 1
         for b in np.unique(which).tolist():
             at = np.flatnonzero(which == b)
-            out[at] = self.blocks[b][idx[at] - starts[b]]
+            out[at] = self.blocks[b][rows[at] - starts[b]]
         return out
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
-        if len(self.blocks) == 1 and slot >= 0:
+        if len(self.blocks) == 1 and self._where is None and slot >= 0:
             self.blocks[0][slot] = value
             return
         block, i = self._at(int(slot))
         block[i] = value
 
 
-def _adopt(rows: np.ndarray, n: int, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+def _reordered(m: np.ndarray | Stacked, order: np.ndarray) -> Stacked:
+    """`m`'s rows read in `order` (not copied)."""
+    if isinstance(m, Stacked):
+        return Stacked(m.parts, m.rows[order])
+    return Stacked([m], order)
+
+
+def _adopt(
+    rows: np.ndarray | Stacked, n: int, shape: tuple[int, ...], dtype: type
+) -> np.ndarray | Stacked:
     """`rows` as a column of the table when it already has the column's shape and layout
-    (writable: a copy-on-write map or an array of its own), else a copy that has. A map
-    is taken as a plain array view: slicing a `np.memmap` makes a memmap each time, slower."""
+    (writable: a copy-on-write map or an array of its own; the parts of `Stacked` rows are
+    a segment's maps), else a copy that has. A map is taken as a plain array view: slicing
+    a `np.memmap` makes a memmap each time, slower."""
+    if isinstance(rows, Stacked):
+        if all(p.shape[1:] == shape and p.dtype == dtype and p.flags.writeable for p in rows.parts):
+            return rows
+        return _adopt(np.asarray(rows), n, shape, dtype)
     if isinstance(rows, np.memmap):
         rows = rows.view(np.ndarray)
     if (

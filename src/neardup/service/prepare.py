@@ -18,6 +18,7 @@ import numpy as np
 from neardup.config import Settings
 from neardup.ingest.eligibility import rule_of
 from neardup.kernels import canonicalize_packed, fingerprint64, pack_texts, sketch_packed
+from neardup.pipeline.char_table_cache import prime_char_table
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.lengths import dim_lengths_packed
 from neardup.service.updates import PageUpdate, ServiceError, html_to_text
@@ -56,6 +57,9 @@ def prepare_batch(
     out the pages the scan would not compare by their URL (`Eligibility.url_reason`:
     crawler files, URL patterns; a removal always passes); without, every update is
     sketched (a text to look up, whose key is no page's URL)."""
+    # The tokenizer's character table from the scan's disk cache (10 ms), not built anew
+    # in each process (0.4 s: a tenth of a 1 % `neardup add` of a million pages).
+    prime_char_table()
     rule = rule_of(settings) if by_url else None
     batch: dict[str, PageUpdate] = {}
     skipped: dict[str, str] = {}

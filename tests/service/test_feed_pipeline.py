@@ -1,0 +1,168 @@
+"""`neardup add`'s pipeline around the index: an existing index opens in a thread while the
+first batches are read and sketched, sketching moves to worker processes only once it has
+taken a while in this one, and the command's process ends without Python's teardown. None
+of these may change what is indexed: each is checked against the plain order (open first,
+sketch in this process) on the same pages, and the quick end against the store it leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from crawl_texts import near_copies
+
+from neardup.ingest.readers import InputError
+from neardup.service import IndexBusy, ServiceIndex
+from neardup.service import feed as feed_module
+from neardup.service.feed import add_files
+
+
+def _jsonl(path: Path, texts: list[str], first: int = 0) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        for i, text in enumerate(texts):
+            f.write(json.dumps({"url": f"https://site.test/p{first + i}", "text": text}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A base crawl and an increment of near copies of it (groups across the two)."""
+    base = tmp_path_factory.mktemp("feed")
+    texts = near_copies(160, 5, vocab=400, words=80, bases=4, edits=5)
+    return _jsonl(base / "base.jsonl", texts[:120]), _jsonl(base / "inc.jsonl", texts[120:], 120)
+
+
+def _state(store: Path) -> dict[str, object]:
+    with ServiceIndex(store, read_only=True) as ix:
+        return {u: ix.status(u) for u in sorted(ix.pages)}
+
+
+def _plain(store: Path, crawl: tuple[Path, Path]) -> dict[str, object]:
+    """The base then the increment, the index opened before anything is read, sketched here."""
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(feed_module, "_opened", _opened_first)
+        add_files(store, [crawl[1]], batch=16, workers=1)
+    return _state(store)
+
+
+def _opened_first(store, settings, wait):  # the order before the thread: open, then read
+    from concurrent.futures import Future
+    from contextlib import contextmanager
+
+    @contextmanager
+    def opened():
+        with ServiceIndex(store, settings, wait=wait) as ix:
+            done: Future = Future()
+            done.set_result(ix)
+            yield done, ix.settings, ix.options
+
+    return opened()
+
+
+def test_batches_sketched_while_a_slow_index_opens_are_applied_in_order(
+    tmp_path, crawl, monkeypatch
+):
+    want = _plain(tmp_path / "plain", crawl)
+    store = tmp_path / "ahead"
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    sketched_before_open: list[int] = []
+    calls = {"sketch": 0}
+    real_prepare = feed_module.prepare_batch
+
+    def counting_prepare(*args, **kwargs):
+        calls["sketch"] += 1
+        return real_prepare(*args, **kwargs)
+
+    class SlowIndex(ServiceIndex):
+        def __init__(self, *args, **kwargs):
+            time.sleep(1.0)  # the pages are read and sketched meanwhile
+            sketched_before_open.append(calls["sketch"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(feed_module, "prepare_batch", counting_prepare)
+    monkeypatch.setattr(feed_module, "ServiceIndex", SlowIndex)
+    monkeypatch.setattr(feed_module, "AHEAD_WHILE_OPENING", 2)
+    totals = add_files(store, [crawl[1]], batch=16, workers=1)
+    assert sketched_before_open and sketched_before_open[0] >= 1  # read ahead, bounded
+    assert totals["new"] == 40
+    assert _state(store) == want
+    assert totals["duplicate_groups"] == sum(
+        1
+        for g in {s["group_id"] for s in want.values()}
+        if sum(s["group_id"] == g for s in want.values()) >= 2
+    )
+
+
+def test_an_input_error_while_the_index_opens_releases_it(tmp_path, crawl):
+    store = tmp_path / "s"
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    before = _state(store)
+    with pytest.raises(InputError, match=r"missing\.jsonl"):
+        add_files(store, [tmp_path / "missing.jsonl"], batch=16, workers=1)
+    ServiceIndex(store).close()  # not left locked by the thread that opened it
+    assert _state(store) == before
+
+
+def test_a_busy_index_is_refused_even_when_it_opens_beside_the_reading(tmp_path, crawl):
+    store = tmp_path / "s"
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    holder = ServiceIndex(store)
+    try:
+        with pytest.raises(IndexBusy):
+            add_files(store, [crawl[1]], batch=16, workers=1)
+    finally:
+        holder.close()
+    add_files(store, [crawl[1]], batch=16, workers=1)  # and then it goes in
+
+
+def test_sketching_moves_to_worker_processes_only_after_a_while(tmp_path, crawl, monkeypatch):
+    """A small input is sketched in this process (no pool started); with no time allowed
+    inline the rest goes to two worker processes, with the same index at the end."""
+    want = _plain(tmp_path / "plain", crawl)
+    started: list[int] = []
+    real_map = feed_module.LocalEngine.map
+
+    def spying_map(self, fn, tasks):
+        started.append(self.workers)
+        return real_map(self, fn, tasks)
+
+    monkeypatch.setattr(feed_module.LocalEngine, "map", spying_map)
+    small = tmp_path / "small"
+    add_files(small, [crawl[0]], batch=16, workers=2)
+    add_files(small, [crawl[1]], batch=16, workers=2)
+    assert started == [] and _state(small) == want
+    monkeypatch.setattr(feed_module, "INLINE_SKETCH_S", 0.0)
+    pooled = tmp_path / "pooled"
+    add_files(pooled, [crawl[0]], batch=16, workers=2)
+    add_files(pooled, [crawl[1]], batch=16, workers=2)
+    assert started == [2, 2] and _state(pooled) == want
+
+
+def test_the_add_command_ends_at_once_with_its_report_whole(tmp_path, crawl):
+    """The console command leaves without Python's teardown once its index is committed:
+    the report is printed whole, the status is the command's, the store opens after."""
+    store = tmp_path / "s"
+    cmd = [sys.executable, "-m", "neardup.cli.main", "add", str(store)]
+    done = subprocess.run([*cmd, str(crawl[0]), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["new_pages"] == 120 and report["index_pages"] == 120
+    bad = subprocess.run([*cmd, str(tmp_path / "missing.jsonl")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "missing.jsonl" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert len(_state(store)) == 120
+
+
+def test_reading_threads_do_not_outlive_the_command(tmp_path, crawl):
+    before = {t.name for t in threading.enumerate()}
+    store = tmp_path / "s"
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    add_files(store, [crawl[1]], batch=16, workers=1)
+    assert {t.name for t in threading.enumerate()} <= before
