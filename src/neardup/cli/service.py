@@ -80,7 +80,13 @@ def register(app: typer.Typer) -> None:
     def add(
         store: Annotated[Path, typer.Argument(help="Service store directory.")],
         inputs: Annotated[list[str], typer.Argument(help="Crawl files (WARC, ARC, ...).")],
-        batch: Annotated[int, typer.Option(help="Pages per transaction.")] = 1000,
+        batch: Annotated[
+            int,
+            typer.Option(
+                help="Pages per transaction (the batches read while an existing index "
+                "opens go in as one)."
+            ),
+        ] = 1000,
         links: Annotated[
             bool, typer.Option(help="Count in-links from the files' link graph for winners.")
         ] = True,

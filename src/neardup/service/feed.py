@@ -3,6 +3,11 @@
 Reading, sketching and applying are a pipeline: this process reads the files and applies
 batches, while worker processes sketch the next batches (`prepare.prepare_batch`), so a
 batch's sketching overlaps the previous batch's apply. Batches are applied in file order.
+
+What a small `neardup add` (a 1 % increment) would pay before its first page is kept off
+its path: an existing index opens in a thread while the first batches are read and
+sketched (they go in as one transaction once it is open), and the worker processes start
+only once sketching here has taken `INLINE_SKETCH_S`.
 """
 
 from __future__ import annotations
@@ -110,15 +115,17 @@ def add_files(
 
         # The records passed the whole rule above (URL steps included): no second URL check.
         sketch = partial(prepare_batch, settings=mine, dims=options.dims)
-        ahead: list[PreparedBatch] = []  # sketched while the index opens
+        # The batches sketched while the index opens go in as one transaction (each costs
+        # its commit, its files and its share of merges: 0.35 s of ten in a 1 % increment
+        # of a million pages); after, one batch a transaction.
+        ahead: list[PreparedBatch] = []
         for prepared in _sketched(batches(), sketch, workers):
             ahead.append(prepared)
             if ix.done() or len(ahead) >= AHEAD_WHILE_OPENING:
-                for b in ahead:
-                    count(ix.result().apply_prepared(b).to_dict())
+                count(ix.result().apply_prepared(PreparedBatch.joined(ahead)).to_dict())
                 ahead = []
-        for b in ahead:
-            count(ix.result().apply_prepared(b).to_dict())
+        if ahead:
+            count(ix.result().apply_prepared(PreparedBatch.joined(ahead)).to_dict())
         if links:
             targets = list(inlinks)
             hashes = np.array([hash(u) for u in targets], np.int64)

@@ -47,6 +47,26 @@ class PreparedBatch:
     sketches: dict[str, PageSketch]
     skipped: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def joined(cls, batches: list[PreparedBatch]) -> PreparedBatch:
+        """Batches prepared one after the other as one batch, as if their pages had come
+        in one: the last entry for a URL wins, whether an update (with its sketch, or
+        none) or a skip."""
+        if len(batches) == 1:
+            return batches[0]
+        out = cls({}, {}, {})
+        for b in batches:
+            for url, u in b.updates.items():
+                out.updates[url] = u
+                out.sketches.pop(url, None)
+                out.skipped.pop(url, None)
+            out.sketches.update(b.sketches)
+            for url, reason in b.skipped.items():
+                out.updates.pop(url, None)
+                out.sketches.pop(url, None)
+                out.skipped[url] = reason
+        return out
+
 
 def prepare_batch(
     updates: Iterable[PageUpdate], settings: Settings, dims: int, by_url: bool = False
