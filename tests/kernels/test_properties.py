@@ -103,6 +103,31 @@ def test_components_match_scipy_and_ignore_node_order(graph, rnd) -> None:
     assert _partition(relabelled) == back
 
 
+@common
+@given(graphs(), st.randoms(use_true_random=False))
+def test_adjacency_is_scipys_compressed_rows(graph, rnd) -> None:
+    """`Graph.from_edges` (neardup's own counting sort) gives scipy's compressed rows of the
+    same symmetric entries, repeated edges (their weights summed) included."""
+    n, a, b = graph
+    if a.size:  # some edges twice, as a caller may send them
+        again = np.array(rnd.sample(range(a.size), rnd.randrange(0, a.size + 1)), np.int64)
+        a, b = np.concatenate([a, a[again]]), np.concatenate([b, b[again]])
+    sim = np.array([rnd.choice((0.25, 0.5, 0.75, 1.0)) for _ in range(a.size)])
+    got = Graph.from_edges(n, a, b, sim)
+    rows, cols = np.concatenate([a, b]), np.concatenate([b, a])
+    want = coo_matrix((np.concatenate([sim, sim]), (rows, cols)), shape=(n, n)).tocsr()
+    want.sort_indices()
+    assert np.array_equal(got.indptr, want.indptr)
+    assert np.array_equal(got.indices, want.indices)
+    assert np.array_equal(got.weights, want.data)
+    assert connected_components(got).tolist() == [
+        min(group)
+        for node in range(n)
+        for group in _partition(connected_components(got))
+        if node in group
+    ]
+
+
 RECORD_KINDS = ["response", "request", "metadata", "revisit", "resource"]
 
 
