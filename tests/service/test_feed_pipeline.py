@@ -166,3 +166,76 @@ def test_reading_threads_do_not_outlive_the_command(tmp_path, crawl):
     add_files(store, [crawl[0]], batch=16, workers=1)
     add_files(store, [crawl[1]], batch=16, workers=1)
     assert {t.name for t in threading.enumerate()} <= before
+
+
+def _scan_groups(run: Path) -> set[frozenset[str]]:
+    """The scan's clusters of two pages or more, as sets of URLs (read with DuckDB)."""
+    import duckdb
+
+    con = duckdb.connect(str(run / "neardup.duckdb"), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT list(DISTINCT url) FROM pages WHERE cluster_size >= 2 GROUP BY cluster_id"
+        ).fetchall()
+    finally:
+        con.close()
+    return {frozenset(urls) for (urls,) in rows if len(urls) >= 2}
+
+
+def test_pages_removed_leave_the_groups_a_scan_of_the_rest_finds(tmp_path, crawl):
+    """`remove`: the index after removing pages has the groups of a scan of the pages left
+    (an independent reference: the batch scan never saw the removed pages); a URL both
+    removed and in the files stays; URLs it never held are counted and take no slot."""
+    import neardup
+
+    texts = [json.loads(line) for line in crawl[0].read_text().splitlines()]
+    store = tmp_path / "s"
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    before = _state(store)
+    grouped = sorted(u for u, s in before.items() if s["is_duplicate"])
+    gone = grouped[::3]  # a third of the pages that have a duplicate
+    back = texts[0]["url"]  # listed as gone, yet in the files added along
+    again = _jsonl(tmp_path / "again.jsonl", [texts[0]["text"]])
+    listed = [*gone, back, "https://never.test/x", gone[0]]
+    with ServiceIndex(store, read_only=True) as ix:
+        slots = len(ix.pages)
+    totals = add_files(store, [again], batch=16, workers=1, remove=listed)
+    held = set(gone) | {back}
+    assert totals["removed"] == len(held)
+    assert totals["remove_missing"] == 1  # the URL never held; the repeat counted once
+    left = [t for t in texts if t["url"] not in set(gone)]
+    rest = _jsonl(tmp_path / "rest.jsonl", [t["text"] for t in left])
+    urls = {f"https://site.test/p{i}": t["url"] for i, t in enumerate(left)}
+    run = neardup.scan([str(rest)], tmp_path / "run", workers=1)
+    want = {frozenset(urls[u] for u in g) for g in _scan_groups(run.path)}
+    assert want, "groups remain: the comparison is not vacuous"
+    with ServiceIndex(store, read_only=True) as ix:
+        got = {frozenset(m) for m in ix.groups.values() if len(m) >= 2}
+        assert len(ix.pages) == slots  # no slot for the URL never held
+        assert ix.status(back)["removed"] is False
+        assert all(ix.status(u)["removed"] for u in gone)
+    assert got == want
+
+
+def test_the_add_command_removes_the_urls_of_a_file(tmp_path, crawl):
+    from typer.testing import CliRunner
+
+    from neardup.cli.main import app
+
+    store = tmp_path / "s"
+    add_files(store, [crawl[0]], batch=16, workers=1)
+    listing = tmp_path / "gone.txt"
+    listing.write_text(
+        "# pages the last crawl found gone\n\nhttps://site.test/p1\n  https://site.test/p2  \n"
+        "https://elsewhere.test/never\n"
+    )
+    runner = CliRunner()
+    res = runner.invoke(app, ["add", str(store), "--remove", str(listing), "--json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert (report["removed_pages"], report["remove_missing"]) == (2, 1)
+    assert report["index_pages"] == 118
+    res = runner.invoke(app, ["add", str(store), "--remove", str(tmp_path / "none.txt")])
+    assert res.exit_code == 2 and "none.txt" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["add", str(store)])
+    assert res.exit_code == 2 and "--remove" in " ".join(res.output.split())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -79,7 +80,10 @@ def register(app: typer.Typer) -> None:
     @app.command("add")
     def add(
         store: Annotated[Path, typer.Argument(help="Service store directory.")],
-        inputs: Annotated[list[str], typer.Argument(help="Crawl files (WARC, ARC, ...).")],
+        inputs: Annotated[
+            list[str] | None,
+            typer.Argument(help="Crawl files (WARC, ARC, ...); none with --remove alone."),
+        ] = None,
         batch: Annotated[
             int,
             typer.Option(
@@ -111,6 +115,15 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(help="When another process writes the store, wait for it to finish."),
         ] = False,
+        remove: Annotated[
+            Path | None,
+            typer.Option(
+                "--remove",
+                help="A file of URLs of pages that are gone, one a line ('-': standard "
+                "input): they leave the index before the crawl files' pages go in.",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
         """Add or update pages from crawl files (redirects included), batch by batch.
 
@@ -118,6 +131,10 @@ def register(app: typer.Typer) -> None:
         2xx responses with text, no crawler files such as robots.txt, the URL patterns);
         the others are counted by reason. A new store keeps the URL patterns it is given;
         an existing one keeps its own and refuses others.
+
+        With --remove FILE, the pages of the URLs it lists (one a line; blank lines and
+        lines starting with # are skipped) leave the index first; the report counts those
+        removed and those the index did not hold.
 
         With --links (default), each added URL's `links_in` becomes the number of distinct
         pages of these files linking to it, sent as one last batch once every file is read
@@ -132,10 +149,15 @@ def register(app: typer.Typer) -> None:
         from neardup.store.outputs import OutputError
 
         started = time.perf_counter()
+        if not inputs and remove is None:
+            fail("give crawl files to add, or --remove FILE of URLs that are gone")
         try:
+            gone = url_lines(remove) if remove is not None else []
             patterns = url_patterns(include_url, exclude_url)
             patterns["include_crawler_files"] = include_crawler_files
-            totals = add_files(store, inputs, batch, links, workers, **patterns, wait=wait)
+            totals = add_files(
+                store, inputs or [], batch, links, workers, **patterns, wait=wait, remove=gone
+            )
         except (OutputError, InputError, SettingsError, ServiceError, FileNotFoundError) as err:
             fail(str(err))
         report = add_report(totals, time.perf_counter() - started)
@@ -154,6 +176,19 @@ def register(app: typer.Typer) -> None:
                 rows.append([key, value])
                 shown.append([label, f"{value:.1f}s" if key == "seconds" else f"{value:,}"])
         emit_table(f"neardup add → {store}", ["what", "value"], rows, frozenset({"value"}), shown)
+
+
+def url_lines(path: Path) -> list[str]:
+    """The URLs of a file, one a line (`-`: standard input): surrounding blanks stripped,
+    blank lines and lines starting with # left out."""
+    from neardup.ingest.readers import InputError
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read the URLs to remove ({err})") from err
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 def _writes(token: str | None) -> str:
@@ -178,6 +213,8 @@ ADD_REPORT: tuple[tuple[str, str, str], ...] = (
     ("pair_comparisons", "page pairs compared", "comparisons"),
     ("groups_updated", "groups updated", "groups_touched"),
     ("components_reclustered", "components of the pair graph clustered again", "recomputed"),
+    ("removed_pages", "pages removed (--remove)", "removed"),
+    ("remove_missing", "  URLs to remove that the index did not hold", "remove_missing"),
     ("skipped", "records skipped (not pages a scan compares)", "skipped"),
     ("skipped_by_reason", "", "skipped: "),  # one row per reason, commonest first
     ("index_pages", "pages in the index", "pages"),

@@ -44,10 +44,16 @@ def add_files(
     exclude_url: Sequence[str] | None = None,
     include_crawler_files: bool | None = None,
     wait: bool = False,
+    remove: Sequence[str] = (),
 ) -> dict[str, float]:
     """Add or update the pages of crawl files (redirects included), `batch` pages per
     transaction; returns the totals of the applied batches, the records left out by reason
     (`skipped: REASON`, and `skipped` in all) and the index's counts.
+
+    `remove` lists the URLs of pages that are gone: they leave the index (their groups
+    re-clustered without them) before the files' pages go in, so a page both listed and in
+    the files stays. `removed` counts those it held, `remove_missing` the listed URLs it
+    did not hold (or held removed already); those take no slot.
 
     A record is added when a scan of the same files would compare it: the one eligibility
     rule (`ingest/eligibility.py`: record type, crawler files, URL patterns, HTTP status,
@@ -85,7 +91,7 @@ def add_files(
 
         def batches() -> Iterator[list[PageUpdate]]:
             pending: list[PageUpdate] = []
-            for rec in iter_records(paths, None, cap):
+            for rec in iter_records(paths, None, cap) if paths else ():
                 reason = rule.record_reason(rec)
                 update = None
                 if reason == REDIRECT_REASON and rec.url and rec.redirect_to:
@@ -115,6 +121,20 @@ def add_files(
 
         # The records passed the whole rule above (URL steps included): no second URL check.
         sketch = partial(prepare_batch, settings=mine, dims=options.dims)
+        gone = list(dict.fromkeys(u for u in remove if u))  # distinct, in their order
+        removals = [gone]  # applied once the index is open, before any page of the files
+
+        def apply(ahead: list[PreparedBatch]) -> None:
+            index = ix.result()
+            if removals:
+                held = [u for u in removals.pop() if _held(index, u)]
+                totals["remove_missing"] = len(gone) - len(held)
+                for i in range(0, len(held), batch):
+                    chunk_out = [PageUpdate(u, remove=True) for u in held[i : i + batch]]
+                    count(index.apply(chunk_out).to_dict())
+            if ahead:
+                count(index.apply_prepared(PreparedBatch.joined(ahead)).to_dict())
+
         # The batches sketched while the index opens go in as one transaction (each costs
         # its commit, its files and its share of merges: 0.35 s of ten in a 1 % increment
         # of a million pages); after, one batch a transaction.
@@ -122,10 +142,9 @@ def add_files(
         for prepared in _sketched(batches(), sketch, workers):
             ahead.append(prepared)
             if ix.done() or len(ahead) >= AHEAD_WHILE_OPENING:
-                count(ix.result().apply_prepared(PreparedBatch.joined(ahead)).to_dict())
+                apply(ahead)
                 ahead = []
-        if ahead:
-            count(ix.result().apply_prepared(PreparedBatch.joined(ahead)).to_dict())
+        apply(ahead)
         if links:
             targets = list(inlinks)
             hashes = np.array([hash(u) for u in targets], np.int64)
@@ -138,6 +157,12 @@ def add_files(
         totals["skipped"] = totals.get("skipped", 0) + sum(skipped.values())
         totals.update({f"skipped: {r}": n for r, n in sorted(skipped.items())})
         return {**totals, **ix.result().counts()}
+
+
+def _held(index: ServiceIndex, url: str) -> bool:
+    """Whether the index holds `url` (a page or a redirect), not removed."""
+    page = index.pages.get(url)
+    return page is not None and not page.removed
 
 
 INLINE_SKETCH_S = 1.0  # sketching in this process before the worker processes start
