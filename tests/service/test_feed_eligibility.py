@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 from eligibility_crawl import write_artefact_warc
+from run_groups import scan_groups
 from typer.testing import CliRunner
 
 import neardup
@@ -37,18 +37,6 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     extra = base / "extra"
     extra.mkdir()
     return [*map(str, demo.warc_paths), str(write_artefact_warc(extra))]
-
-
-def scan_groups(run: Path) -> set[frozenset[str]]:
-    """The scan's clusters as sets of URLs, those of two URLs or more."""
-    con = duckdb.connect(str(run / "neardup.duckdb"), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT list(DISTINCT url) FROM pages WHERE cluster_size >= 2 GROUP BY cluster_id"
-        ).fetchall()
-    finally:
-        con.close()
-    return {frozenset(urls) for (urls,) in rows if len(urls) >= 2}
 
 
 def index_groups(store: Path) -> set[frozenset[str]]:

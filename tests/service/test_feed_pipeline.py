@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from crawl_texts import near_copies
+from run_groups import scan_groups
 
 from neardup.ingest.readers import InputError
 from neardup.service import IndexBusy, ServiceIndex
@@ -168,20 +169,6 @@ def test_reading_threads_do_not_outlive_the_command(tmp_path, crawl):
     assert {t.name for t in threading.enumerate()} <= before
 
 
-def _scan_groups(run: Path) -> set[frozenset[str]]:
-    """The scan's clusters of two pages or more, as sets of URLs (read with DuckDB)."""
-    import duckdb
-
-    con = duckdb.connect(str(run / "neardup.duckdb"), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT list(DISTINCT url) FROM pages WHERE cluster_size >= 2 GROUP BY cluster_id"
-        ).fetchall()
-    finally:
-        con.close()
-    return {frozenset(urls) for (urls,) in rows if len(urls) >= 2}
-
-
 def test_pages_removed_leave_the_groups_a_scan_of_the_rest_finds(tmp_path, crawl):
     """`remove`: the index after removing pages has the groups of a scan of the pages left
     (an independent reference: the batch scan never saw the removed pages); a URL both
@@ -207,7 +194,7 @@ def test_pages_removed_leave_the_groups_a_scan_of_the_rest_finds(tmp_path, crawl
     rest = _jsonl(tmp_path / "rest.jsonl", [t["text"] for t in left])
     urls = {f"https://site.test/p{i}": t["url"] for i, t in enumerate(left)}
     run = neardup.scan([str(rest)], tmp_path / "run", workers=1)
-    want = {frozenset(urls[u] for u in g) for g in _scan_groups(run.path)}
+    want = {frozenset(urls[u] for u in g) for g in scan_groups(run.path)}
     assert want, "groups remain: the comparison is not vacuous"
     with ServiceIndex(store, read_only=True) as ix:
         got = {frozenset(m) for m in ix.groups.values() if len(m) >= 2}
