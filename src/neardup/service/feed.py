@@ -165,7 +165,7 @@ def _held(index: ServiceIndex, url: str) -> bool:
     return page is not None and not page.removed
 
 
-INLINE_SKETCH_S = 1.0  # sketching in this process before the worker processes start
+INLINE_SKETCH_S = 3.0  # sketching in this process before the worker processes start
 
 
 def _sketched(
@@ -176,8 +176,10 @@ def _sketched(
     """The batches sketched in order: in this process until that has taken
     `INLINE_SKETCH_S`, then by `workers` processes beside it. Starting the processes costs
     about a second of the machine (each imports neardup), more than a 1 % increment of a
-    million-page index takes to sketch (0.2 s for 10,000 pages), so a small `neardup add`
-    never pays it; a large one pays the second inline once."""
+    million-page index takes to sketch (0.2 s for 10,000 pages, 0.5-0.7 s with the first
+    kernels' loading and the index opening beside it: a bound of one second was crossed
+    now and then, and the pool's start added to the increment), so a small `neardup add`
+    never pays it; a large one pays the three seconds inline once."""
     spent = 0.0
     for b in batches:
         t0 = time.perf_counter()
