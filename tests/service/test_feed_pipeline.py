@@ -226,3 +226,37 @@ def test_the_add_command_removes_the_urls_of_a_file(tmp_path, crawl):
     assert res.exit_code == 2 and "none.txt" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["add", str(store)])
     assert res.exit_code == 2 and "--remove" in " ".join(res.output.split())
+
+
+_POOL_PROBE = """
+import os, sys
+import neardup.cli.main as m
+
+def leave(code):
+    import pyarrow as pa
+    print("POOL", pa.default_memory_pool().backend_name, flush=True)
+    os._exit(code)
+
+m._leave_now = leave
+sys.argv = ["neardup", "add", sys.argv[1], sys.argv[2], "--json"]
+m.main()
+"""
+
+
+@pytest.mark.parametrize("chosen", [None, "mimalloc"])
+def test_the_add_command_puts_arrow_on_the_c_allocator_unless_told(tmp_path, crawl, chosen):
+    """`neardup add` runs Arrow on the C library's allocator (measured faster there), set
+    before pyarrow loads; a pool the user chose with ARROW_DEFAULT_MEMORY_POOL stays."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if chosen:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
+    done = subprocess.run(
+        [sys.executable, "-c", _POOL_PROBE, str(tmp_path / "s"), str(crawl[0])],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"POOL {chosen or 'system'}" in done.stdout
