@@ -23,10 +23,8 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
+from functools import cache
 from typing import Any, BinaryIO
-
-from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeadersParser
 
 from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.common import (
@@ -63,10 +61,17 @@ _HEADER_LINE = re.compile(rb"^" + _HEADER, re.M)
 _BLANK = b"\r\n \t"
 
 
-class _QuietArchiveIterator(ArchiveIterator):
-    """warcio prints framing warnings to stderr; we count them (err_count) instead."""
+@cache
+def _quiet_archive_iterator() -> type:
+    """warcio's `ArchiveIterator`, quiet: warcio prints framing warnings to stderr; we count
+    them (err_count) instead. Made on first use: warcio (and fsspec, which it imports) is
+    only for ARC files, and importing it cost every command 30 ms."""
+    from warcio.archiveiterator import ArchiveIterator
 
-    INC_RECORD = ""
+    class QuietArchiveIterator(ArchiveIterator):
+        INC_RECORD = ""
+
+    return QuietArchiveIterator
 
 
 def iter_arc(path: str, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> Iterator[RawRecord]:
@@ -93,7 +98,7 @@ def _warcio_records(path: str, fh: BinaryIO, cap: int) -> Iterator[RawRecord]:
     pending: RawRecord | None = None
     resume = 0
     try:
-        records = _QuietArchiveIterator(fh, arc2warc=True)
+        records = _quiet_archive_iterator()(fh, arc2warc=True)
         errors = records.err_count
         for rec in records:
             if records.err_count != errors:
@@ -110,7 +115,7 @@ def _warcio_records(path: str, fh: BinaryIO, cap: int) -> Iterator[RawRecord]:
     return None
 
 
-def _from_warcio(path: str, rec: Any, records: ArchiveIterator, cap: int) -> RawRecord:
+def _from_warcio(path: str, rec: Any, records: Any, cap: int) -> RawRecord:
     """A warcio (arc2warc) record as a RawRecord. Read errors propagate (framing is lost)."""
     stream = rec.raw_stream
     body, more = read_capped(stream.read, raw_cap(cap))
@@ -300,6 +305,8 @@ def _block_record(
         return raw
     stream = io.BytesIO(block)
     try:
+        from warcio.statusandheaders import StatusAndHeadersParser
+
         http = StatusAndHeadersParser([], verify=False).parse(stream)
     except Exception as exc:  # warcio raises StatusAndHeadersParserException and others
         return _skip(raw, f"unreadable record: bad HTTP header ({exc})"[:160])

@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import fsspec
-
 from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.limits import short_error
 from neardup.ingest.record import RawRecord
@@ -81,6 +79,8 @@ def expand_remote(url: str, error: Callable[[str], Exception]) -> list[str]:
             " name the files, or give a paths file"
         )
     try:
+        import fsspec  # only for remote inputs (and its import cost every command 27 ms)
+
         fs, pattern = fsspec.core.url_to_fs(url)
         matches = sorted(fs.glob(pattern))
     except Exception as exc:  # the store's own error, in one line
@@ -95,12 +95,16 @@ def _url_fs(url: str) -> tuple[Any, str]:
     and for a server that stops answering (`CONNECT_TIMEOUT_S`, `READ_TIMEOUT_S`), where
     aiohttp alone would wait five minutes, for the size asked first as for the data."""
     if urlsplit(url).scheme.lower() not in _NO_LISTING:
+        import fsspec
+
         return fsspec.core.url_to_fs(url)
     import aiohttp  # fsspec's HTTP client, loaded only for HTTP inputs
 
     timeout = aiohttp.ClientTimeout(
         total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
     )
+    import fsspec
+
     return fsspec.core.url_to_fs(url, client_kwargs={"timeout": timeout})
 
 
