@@ -94,17 +94,15 @@ def _url_fs(url: str) -> tuple[Any, str]:
     """fsspec's file system for `url` and the path on it. HTTP gets timeouts for connecting
     and for a server that stops answering (`CONNECT_TIMEOUT_S`, `READ_TIMEOUT_S`), where
     aiohttp alone would wait five minutes, for the size asked first as for the data."""
-    if urlsplit(url).scheme.lower() not in _NO_LISTING:
-        import fsspec
+    import fsspec  # only for remote inputs
 
+    if urlsplit(url).scheme.lower() not in _NO_LISTING:
         return fsspec.core.url_to_fs(url)
     import aiohttp  # fsspec's HTTP client, loaded only for HTTP inputs
 
     timeout = aiohttp.ClientTimeout(
         total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
     )
-    import fsspec
-
     return fsspec.core.url_to_fs(url, client_kwargs={"timeout": timeout})
 
 

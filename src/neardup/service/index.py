@@ -340,9 +340,9 @@ class ServiceIndex:
             self.store_rows.map_rows = int(grid["rows"])
         if self.writer is not None and self.graph_meta is None and n:
             self._save_graph_now()
-        # Arrow's allocator keeps what the files' tables used for its next tables; an index
-        # holds none after opening, so it goes back to the system (about 0.9 KB a page).
-        pa.default_memory_pool().release_unused()
+        # Arrow's allocator and glibc's heap keep what the files' tables used for their next
+        # tables; an index holds none after opening, so it goes back to the system (about
+        # 0.9 KB a page).
         _return_freed()
         _settle()
         self._opened = True

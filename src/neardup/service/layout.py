@@ -297,10 +297,16 @@ def _write_segment(
         print(TX_MARKER, file=sys.stderr, flush=True)
         time.sleep(float(delay))
     pq.write_table(groups, tmp / "groups.parquet", compression="snappy")
+    _flush_and_rename(tmp, final)
+
+
+def _flush_and_rename(tmp: Path, final: Path) -> None:
+    """A folder written completely under `tmp`: each file flushed, then the folder renamed
+    to `final` (made durable by the next commit's flush of the store's folder)."""
     for f in tmp.iterdir():
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
-    os.replace(tmp, final)  # made durable by the commit's flush of the folder
+    os.replace(tmp, final)
 
 
 def _save_npy(path: Path, arr: np.ndarray) -> None:
@@ -561,10 +567,7 @@ def write_arrays(store: Path, name: str, arrays: Arrays, hook: bool = False) -> 
     shutil.rmtree(final, ignore_errors=True)  # a leftover of a killed writer
     tmp.mkdir()
     _save_all(tmp, arrays)
-    for f in tmp.iterdir():
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
-    os.replace(tmp, final)
+    _flush_and_rename(tmp, final)
     delay = os.environ.get(GRAPH_SLEEP_HOOK) if hook else None
     if delay:
         print(TX_MARKER, flush=True)

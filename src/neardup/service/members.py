@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from neardup.service.pages import PageTable
+from neardup.service.pages import PageTable, one_array
 
 FOLD_SHARE = 8  # an overlay folded once it holds more than 1/FOLD_SHARE of the groups
 FOLD_AT_LEAST = 65_536  # ... and more than this many (small indexes never fold)
@@ -163,8 +163,7 @@ class Winners:
         order = np.argsort(gid, kind="stable")
         self._gid = gid[order]
         self._row = order.astype(np.int64)
-        urls = groups.column("winner_url").combine_chunks()
-        self._url = urls if not isinstance(urls, pa.ChunkedArray) else pa.array([], pa.string())
+        self._url = one_array(groups.column("winner_url"))
         self._over: dict[int, str | None] = {}  # None: the group was deleted
 
     def get(self, gid: int, default: str | None = None) -> str | None:

@@ -157,10 +157,8 @@ class PageTable:
         else:
             t.lens = SlotRows(dims, np.int32)
             t.lens.reserve(n)
-        urls = rows.column("url")  # one string array in slot order (one copy at most)
-        urls = urls.combine_chunks() if order is None else urls.take(pa.array(order))
-        if isinstance(urls, pa.ChunkedArray):
-            urls = urls.combine_chunks() if urls.num_chunks else pa.array([], pa.string())
+        urls = rows.column("url")
+        urls = one_array(urls if order is None else urls.take(pa.array(order)))  # by slot
         t._urls_base = urls
         keys = rows.column("page_key")
         key = col("page_key", 0).copy()
@@ -418,6 +416,13 @@ class SlotRows:
             return
         block, i = self._at(int(slot))
         block[i] = value
+
+
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column's chunks as one Arrow array (an empty one for a column of no chunk, which
+    some pyarrow releases leave chunked)."""
+    got = column.combine_chunks()
+    return pa.array([], column.type) if isinstance(got, pa.ChunkedArray) else got
 
 
 def _reordered(m: np.ndarray | Stacked, order: np.ndarray) -> Stacked:
