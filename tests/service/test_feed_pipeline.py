@@ -222,6 +222,12 @@ def test_the_add_command_removes_the_urls_of_a_file(tmp_path, crawl):
     report = json.loads(res.stdout)
     assert (report["removed_pages"], report["remove_missing"]) == (2, 1)
     assert report["index_pages"] == 118
+    import gzip  # a list is read as a paths file is: gzip'd too
+
+    packed = tmp_path / "gone.txt.gz"
+    packed.write_bytes(gzip.compress(b"https://site.test/p3\n"))
+    res = runner.invoke(app, ["add", str(store), "--remove", str(packed), "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["removed_pages"] == 1
     res = runner.invoke(app, ["add", str(store), "--remove", str(tmp_path / "none.txt")])
     assert res.exit_code == 2 and "none.txt" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["add", str(store)])

@@ -143,6 +143,7 @@ def register(app: typer.Typer) -> None:
         """
         from neardup.cli.output import emit_table, fail, out_console
         from neardup.config import SettingsError
+        from neardup.ingest.paths_file import PathsFileError
         from neardup.ingest.readers import InputError
         from neardup.service.feed import add_files
         from neardup.service.updates import ServiceError
@@ -158,7 +159,14 @@ def register(app: typer.Typer) -> None:
             totals = add_files(
                 store, inputs or [], batch, links, workers, **patterns, wait=wait, remove=gone
             )
-        except (OutputError, InputError, SettingsError, ServiceError, FileNotFoundError) as err:
+        except (
+            OutputError,
+            InputError,
+            PathsFileError,
+            SettingsError,
+            ServiceError,
+            FileNotFoundError,
+        ) as err:
             fail(str(err))
         report = add_report(totals, time.perf_counter() - started)
         if json_out:
@@ -179,16 +187,13 @@ def register(app: typer.Typer) -> None:
 
 
 def url_lines(path: Path) -> list[str]:
-    """The URLs of a file, one a line (`-`: standard input): surrounding blanks stripped,
-    blank lines and lines starting with # left out."""
-    from neardup.ingest.readers import InputError
+    """The URLs of a file, one a line, read as a paths file is (gzip'd or remote too; blank
+    lines and # comments left out), or of standard input for `-`."""
+    from neardup.ingest.paths_file import listed_entries, listed_paths
 
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read the URLs to remove ({err})") from err
-    lines = (line.strip() for line in text.splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
+    if str(path) == "-":
+        return listed_entries(sys.stdin.read())
+    return listed_paths(str(path), "the URLs to remove")
 
 
 def _writes(token: str | None) -> str:

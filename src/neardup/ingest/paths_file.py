@@ -54,24 +54,30 @@ def join_base(entries: list[str], base: str) -> list[str]:
     return [e if "://" in e else root + e.lstrip("/") for e in entries]
 
 
-def listed_paths(path: str) -> list[str]:
+def listed_paths(path: str, what: str = "paths file") -> list[str]:
     """The entries of a paths file as written (blank lines and `#` comments skipped); the
-    whole list is read, since a crawl's 90,000 paths are a few MB."""
+    whole list is read, since a crawl's 90,000 paths are a few MB. Any list of one entry a
+    line is read so (`what` names it in an error): `neardup add --remove` reads its URLs."""
     try:
         raw: Any = RetryingReader(path) if is_remote(path) else open(path, "rb")  # noqa: SIM115
     except OSError as exc:
-        raise PathsFileError(f"{path}: cannot read paths file: {exc}") from None
+        raise PathsFileError(f"{path}: cannot read {what}: {exc}") from None
     try:
         chunks = []
         with raw:
             while chunk := raw.read(1 << 20):
                 chunks.append(chunk)
         data = b"".join(chunks)
-        text = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-        lines = text.decode("utf-8").splitlines()
+        text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise PathsFileError(f"{path}: cannot read paths file: {exc}") from None
-    entries = (line.strip() for line in lines)
+        raise PathsFileError(f"{path}: cannot read {what}: {exc}") from None
+    return listed_entries(text)
+
+
+def listed_entries(text: str) -> list[str]:
+    """The entries of a list written one a line: surrounding blanks stripped, blank lines
+    and `#` comments skipped."""
+    entries = (line.strip() for line in text.splitlines())
     return [e for e in entries if e and not e.startswith("#")]
 
 
@@ -131,6 +137,7 @@ __all__ = [
     "PathsFileError",
     "is_paths_file",
     "join_base",
+    "listed_entries",
     "listed_paths",
     "parse_shard",
     "read_paths_file",
