@@ -241,6 +241,8 @@ import neardup.cli.main as m
 def leave(code):
     import pyarrow as pa
     print("POOL", pa.default_memory_pool().backend_name, flush=True)
+    probed = sorted(n for n in sys.modules if n.partition(".")[0] in m.PROBED_NOT_USED_BY_ADD)
+    print("PROBED", *probed, flush=True)
     os._exit(code)
 
 m._leave_now = leave
@@ -266,3 +268,23 @@ def test_the_add_command_puts_arrow_on_the_c_allocator_unless_told(tmp_path, cra
     )
     assert done.returncode == 0, done.stderr
     assert f"POOL {chosen or 'system'}" in done.stdout
+
+
+def test_the_add_command_goes_without_the_modules_its_libraries_only_probe_for(tmp_path, crawl):
+    """`neardup add` runs without pandas and scipy, which pyarrow and numba import only to
+    see whether they are there (a third of a small increment's time): a new index and an
+    existing one (opened in a thread) are both written, and their pages are all there."""
+    store = tmp_path / "s"
+    for crawl_file in crawl:
+        done = subprocess.run(
+            [sys.executable, "-c", _POOL_PROBE, str(store), str(crawl_file)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        probed = next(ln for ln in done.stdout.splitlines() if ln.startswith("PROBED"))
+        assert probed.split() == ["PROBED"], probed
+        report = json.loads(done.stdout[: done.stdout.index("POOL")])
+        assert report["skipped"] == 0 and report["new_pages"] > 0, report
+    with ServiceIndex(store, read_only=True) as ix:
+        assert len(ix.pages) == report["index_pages"] > report["new_pages"]

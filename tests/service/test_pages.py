@@ -136,3 +136,37 @@ def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
             assert np.array_equal(rows[lo], plain[lo])
     with pytest.raises(IndexError):
         rows[rows.rows]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 40), st.randoms())
+def test_page_rows_in_any_order_open_as_in_slot_order(n, added, rnd):
+    """A committed state's page rows come in segment order, not slot order (a page sent
+    again has its newest row in a later segment): the URLs stay in the rows' order with the
+    row of each slot. Every URL read (one slot, many, the iteration, a lookup by URL), before
+    and after pages are added and folded in, is that of the rows put in slot order first."""
+    import pyarrow as pa
+
+    from neardup.service.layout import PAGE_SCHEMA
+
+    urls = [f"http://o.example/{i}#{rnd.randrange(3)}" for i in range(n)]
+    keys = [url_key(u) for u in urls]
+    rows = {name: [None] * n for name in PAGE_SCHEMA.names}
+    rows.update(url=urls, page_key=keys, slot=list(range(n)), group_id=list(range(n)))
+    ordered = pa.Table.from_pydict(rows, schema=PAGE_SCHEMA)
+    shuffled = ordered.take(pa.array(rnd.sample(range(n), n)))
+    sigs, lens = np.zeros((n, 4), np.uint32), np.zeros((n, 1), np.int32)
+    tables = [PageTable.from_rows(t, sigs, lens, 4, 1) for t in (ordered, shuffled)]
+    for t in tables:
+        for i in range(added):
+            t.add(f"http://o.example/new/{i}")
+        if rnd.random() < 0.5:
+            t._fold()
+    want = urls + [f"http://o.example/new/{i}" for i in range(added)]
+    picks = np.array([rnd.randrange(n + added) for _ in range(10)], np.int64)
+    for t in tables:
+        assert [t.url_at(s) for s in range(n + added)] == want
+        assert list(t) == want
+        assert t.url_array(picks).to_pylist() == [want[s] for s in picks.tolist()]
+        assert [t.slot(u) for u in want] == list(range(n + added))
+        assert [t[u].group_id for u in urls] == list(range(n))
