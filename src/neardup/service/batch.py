@@ -115,8 +115,9 @@ def compute_batch(
         if same:
             rep.tier1 += 1  # the same sketch: the scan would see the same page
             continue
-        ix._set_redirect(p, None)
-        _leave(ix, p, touched, gone)
+        if old is not None:  # a new page has no redirect, group, sketch or node to leave
+            ix._set_redirect(p, None)
+            _leave(ix, p, touched, gone)
         ix._set_signature(p, sig, length, sk.lengths)
         p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
         if eligible:

@@ -7,7 +7,6 @@ test can check them.
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -110,7 +109,9 @@ def segment_rows(
 
 def invariant_errors(state: Segment) -> list[str]:
     """Invariants of a committed state (used by tests and after a crash), checked in DuckDB
-    over its page and group rows."""
+    over its page and group rows (imported here: no write or read of an index needs it)."""
+    import duckdb
+
     errs = []
     con = duckdb.connect()
     try:
