@@ -243,6 +243,12 @@ def _without_probed_modules() -> None:
         sys.meta_path.insert(0, _Absent())
 
 
+def _on_spark(args: list[str]) -> bool:
+    """Whether a command line asks for the Spark engine (`--engine spark`)."""
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    return "--engine=spark" in args or ("--engine", "spark") in pairs
+
+
 def main() -> None:
     """The console entry point: the app, with Ctrl-C turned into one line and status 130."""
     signal.signal(signal.SIGINT, _on_sigint)
@@ -255,7 +261,8 @@ def main() -> None:
         # pages into an empty index. Read when pyarrow loads, which this module does not do;
         # a user's own choice of pool stays.
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-        _without_probed_modules()
+        if not _on_spark(sys.argv[2:]):  # PySpark's Arrow exchange needs pandas
+            _without_probed_modules()
     app = build_app(groups_for(sys.argv[1:]))
     try:
         app()

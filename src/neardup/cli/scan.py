@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from neardup.cli.engine_options import spark_conf_pairs
 from neardup.cli.output import console, emit_table, fail, note, out_console
 from neardup.cli.progress import RichProgress, show_progress
 from neardup.cli.scan_options import (
@@ -60,16 +61,6 @@ from neardup.pipeline.scan import EmptyScanError, damage_warnings, scan
 from neardup.store import RunError, load_settings, load_summary, open_run
 
 
-def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
-    conf: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            fail(f"--spark-conf takes KEY=VALUE, got {pair!r}")
-        conf[key.strip()] = value.strip()
-    return conf
-
-
 def engine_runner(
     engine: str,
     workers: int | None,
@@ -82,7 +73,7 @@ def engine_runner(
     unknown engine name."""
     from neardup.pipeline.executors import engine_named
 
-    return engine_named(engine, workers, spark_master, _spark_conf(spark_conf), spark_work)
+    return engine_named(engine, workers, spark_master, spark_conf_pairs(spark_conf), spark_work)
 
 
 def _note_outputs_passed_over(inputs: list[str]) -> None:

@@ -12,6 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
+# The engine's options, here too for the scan commands that take all their options here.
+from neardup.cli.engine_options import EngineName as EngineName
+from neardup.cli.engine_options import SparkConf as SparkConf
+from neardup.cli.engine_options import SparkMaster as SparkMaster
+from neardup.cli.engine_options import SparkWork as SparkWork
 from neardup.config import Settings, SettingsError
 from neardup.ingest.readers import InputError
 from neardup.pipeline.executors import EngineUnavailableError
@@ -39,24 +44,6 @@ Inputs = Annotated[
         "gs://, globs on s3/gs), - for stdin, or a paths file (warc.paths.gz) of a published "
         "crawl (with --engine spark, URIs Spark reads: hdfs://, s3a://, file://)"
     ),
-]
-EngineName = Annotated[
-    str, typer.Option(help="embedded (this machine, the default) or spark (docs/spark.md)")
-]
-SparkMaster = Annotated[
-    str | None,
-    typer.Option(help="Spark master for --engine spark (default local[*]; spark-submit's wins)"),
-]
-SparkWork = Annotated[
-    str | None,
-    typer.Option(
-        help="folder for the Spark engine's tables (default: inside the run's staging "
-        "folder); on a cluster, one the driver and every executor can reach"
-    ),
-]
-SparkConf = Annotated[
-    list[str] | None,
-    typer.Option(help="a Spark setting KEY=VALUE for --engine spark (repeatable)"),
 ]
 PathsBase = Annotated[
     str | None,

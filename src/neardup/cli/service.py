@@ -18,6 +18,7 @@ from neardup.cli.door import (
     TokenFileOpt,
     TokenOpt,
 )
+from neardup.cli.engine_options import EngineName, SparkConf, SparkMaster, spark_conf_pairs
 from neardup.cli.url_options import ExcludeUrl, IncludeUrl, url_patterns
 
 
@@ -124,6 +125,9 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
+        engine: EngineName = "embedded",
+        spark_master: SparkMaster = None,
+        spark_conf: SparkConf = None,
     ) -> None:
         """Add or update pages from crawl files (redirects included), batch by batch.
 
@@ -140,11 +144,15 @@ def register(app: typer.Typer) -> None:
         pages of these files linking to it, sent as one last batch once every file is read
         (a link can come after the page it points to); redirects pass theirs on to their
         target when winners are chosen.
+
+        With --engine spark, the files are read, their pages turned into text and sketched
+        on Spark's executors (a task a file); the batches are applied to the index here.
         """
         from neardup.cli.output import emit_table, fail, out_console
         from neardup.config import SettingsError
         from neardup.ingest.paths_file import PathsFileError
         from neardup.ingest.readers import InputError
+        from neardup.pipeline.executors import EngineUnavailableError
         from neardup.service.feed import add_files
         from neardup.service.updates import ServiceError
         from neardup.store.outputs import OutputError
@@ -157,7 +165,17 @@ def register(app: typer.Typer) -> None:
             patterns = url_patterns(include_url, exclude_url)
             patterns["include_crawler_files"] = include_crawler_files
             totals = add_files(
-                store, inputs or [], batch, links, workers, **patterns, wait=wait, remove=gone
+                store,
+                inputs or [],
+                batch,
+                links,
+                workers,
+                **patterns,
+                wait=wait,
+                remove=gone,
+                engine=engine,
+                spark_master=spark_master,
+                spark_conf=spark_conf_pairs(spark_conf),
             )
         except (
             OutputError,
@@ -165,6 +183,7 @@ def register(app: typer.Typer) -> None:
             PathsFileError,
             SettingsError,
             ServiceError,
+            EngineUnavailableError,
             FileNotFoundError,
         ) as err:
             fail(str(err))

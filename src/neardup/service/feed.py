@@ -24,13 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from neardup.config import Settings
-from neardup.ingest import extract_page, iter_records
-from neardup.ingest.eligibility import REDIRECT_REASON, page_reason, rule_of
 from neardup.pipeline.executors.local import LocalEngine
+from neardup.service.crawl_updates import page_batches
 from neardup.service.index import ServiceIndex, stored_config
 from neardup.service.layout import has_index, read_manifest
 from neardup.service.prepare import PreparedBatch, prepare_batch
-from neardup.service.updates import PageUpdate, ServiceOptions
+from neardup.service.updates import PageUpdate, ServiceError, ServiceOptions
 from neardup.store.outputs import check_no_overlap
 
 
@@ -45,6 +44,9 @@ def add_files(
     include_crawler_files: bool | None = None,
     wait: bool = False,
     remove: Sequence[str] = (),
+    engine: str = "embedded",
+    spark_master: str | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """Add or update the pages of crawl files (redirects included), `batch` pages per
     transaction; returns the totals of the applied batches, the records left out by reason
@@ -66,7 +68,14 @@ def add_files(
     files linking to it, sent as one last batch once every file is read (a link can come
     after the page it points to). The store may not overlap the inputs. `workers` sketch
     batches in other processes (default: one per core; 1 sketches in this process). Another
-    process writing the store refuses this (`layout.IndexBusy`), or with `wait` is waited for."""
+    process writing the store refuses this (`layout.IndexBusy`), or with `wait` is waited for.
+
+    `engine="spark"` reads the files, turns their pages into text and sketches them on
+    Spark's executors (`spark_master`, `spark_conf` as for a scan), one task a file; the
+    batches come back here in file order and are applied to the index by this process, as
+    the embedded engine applies its own (`spark_feed.py`)."""
+    if engine not in ("embedded", "spark"):
+        raise ServiceError(f"unknown engine {engine!r}: embedded or spark")
     paths = [str(p) for p in inputs]
     check_no_overlap(store, paths)
     patterns: dict[str, object] = {
@@ -86,40 +95,11 @@ def add_files(
     with _opened(Path(store), settings, wait) as (ix, mine, options):
         if patterns:
             mine.check_same_pages(mine.replace(**patterns))
-        rule = rule_of(mine)
-        cap = mine.max_payload_bytes
-
-        def batches() -> Iterator[list[PageUpdate]]:
-            pending: list[PageUpdate] = []
-            for rec in iter_records(paths, None, cap) if paths else ():
-                reason = rule.record_reason(rec)
-                update = None
-                if reason == REDIRECT_REASON and rec.url and rec.redirect_to:
-                    update = PageUpdate(rec.url, redirect_to=rec.redirect_to)
-                elif reason is None and not rec.url:
-                    reason = "no URL"  # the index holds pages by their URL
-                elif reason is None and rec.url:
-                    page = extract_page(rec, cap, links=links)
-                    reason = page_reason(page)
-                    if reason is None:
-                        inlinks.update({u.split("#")[0] for u in page.links} - {rec.url})
-                        update = PageUpdate(rec.url, text=page.text)
-                if update is None:
-                    skipped[(reason or "").split(":")[0]] += 1
-                    continue
-                pending.append(update)
-                seen.append(hash(update.url))
-                if len(pending) >= batch:
-                    yield pending
-                    pending = []
-            if pending:
-                yield pending
 
         def count(report: dict[str, float]) -> None:
             for k, v in report.items():
                 totals[k] = totals.get(k, 0) + v
 
-        # The records passed the whole rule above (URL steps included): no second URL check.
         sketch = partial(prepare_batch, settings=mine, dims=options.dims)
         gone = list(dict.fromkeys(u for u in remove if u))  # distinct, in their order
         removals = [gone]  # applied once the index is open, before any page of the files
@@ -133,13 +113,25 @@ def add_files(
                     chunk_out = [PageUpdate(u, remove=True) for u in held[i : i + batch]]
                     count(index.apply(chunk_out).to_dict())
             if ahead:
-                count(index.apply_prepared(PreparedBatch.joined(ahead)).to_dict())
+                joined = PreparedBatch.joined(ahead)
+                seen.extend(hash(u) for u in joined.updates)
+                count(index.apply_prepared(joined).to_dict())
 
         # The batches sketched while the index opens go in as one transaction (each costs
         # its commit, its files and its share of merges: 0.35 s of ten in a 1 % increment
         # of a million pages); after, one batch a transaction.
         ahead: list[PreparedBatch] = []
-        for prepared in _sketched(batches(), sketch, workers):
+        if engine == "spark":
+            from neardup.service.spark_feed import sketched_on_spark
+
+            source = sketched_on_spark(
+                paths, mine, options.dims, batch, links, spark_master, spark_conf, skipped, inlinks
+            )
+        else:
+            source = _sketched(
+                page_batches(paths, mine, batch, links, skipped, inlinks), sketch, workers
+            )
+        for prepared in source:
             ahead.append(prepared)
             if ix.done() or len(ahead) >= AHEAD_WHILE_OPENING:
                 apply(ahead)

@@ -177,3 +177,34 @@ def test_scan_through_spark_submit_on_a_standalone_cluster(cluster, demo_crawl, 
     shutil.move(out, moved)
     assert pq.read_table(moved / "pages.parquet").num_rows == demo_run.summary["records"]
     assert _partition(moved) == _partition(demo_run.path)
+
+
+def test_add_on_a_standalone_cluster(cluster, demo_crawl, demo_run, tmp_path):
+    """`neardup add --engine spark --spark-master spark://...`: the files read and sketched
+    by the cluster's executors (both workers), the index written by the command's process;
+    its groups are the scan's."""
+    from run_groups import scan_groups
+
+    from neardup.service import ServiceIndex
+
+    master, logs = cluster
+    before = {n: set((logs / f"work{n}").glob("app-*")) for n in (1, 2)}
+    store = tmp_path / "index"
+    command = [
+        sys.executable,
+        *("-m", "neardup.cli.main", "add", str(store)),
+        *sorted(str(p) for p in demo_crawl.warc_paths),
+        *("--engine", "spark", "--spark-master", master, "--json"),
+        *("--spark-conf", "spark.executor.memory=768m", "--spark-conf", "spark.executor.cores=1"),
+        *("--spark-conf", "spark.driver.host=127.0.0.1"),
+    ]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout)
+    assert report["new_pages"] > 0 and report["skipped"] > 0
+    for n in (1, 2):  # both workers ran an executor of the add
+        assert set((logs / f"work{n}").glob("app-*")) - before[n], f"worker {n} ran nothing"
+    with ServiceIndex(store, read_only=True) as ix:
+        got = {frozenset(m) for m in ix.groups.values() if len(m) >= 2}
+    assert got == scan_groups(demo_run.path) and got
