@@ -83,17 +83,23 @@ def test_batches_of_both_engines_mix_and_removals_go_through_either(
         assert split[first, then] == split["embedded", "embedded"], (first, then)
     assert _groups(store) == _groups(embedded)
     with ServiceIndex(embedded, read_only=True) as ix:
-        gone = sorted(u for u in ix.pages if ix.status(u)["is_duplicate"])[:3]
-    assert gone
+        dups = sorted(u for u in ix.pages if ix.status(u)["is_duplicate"])
+        gone, changed = dups[:3], dups[3:9]
+    assert gone and len(changed) == 6
+    # Six duplicates changed: each now a text of its own (so each leaves its group).
+    texts = {u: " ".join(f"w{i}x{j}" for j in range(90)) for i, u in enumerate(changed)}
+    change = tmp_path / "changed.jsonl"
+    change.write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in texts.items()))
     states = []
     for engine in ("embedded", "spark"):
-        store = tmp_path / f"removed-{engine}"
+        store = tmp_path / f"changed-{engine}"
         add_files(store, files, batch=5, engine=engine, workers=1)
-        totals = add_files(store, [], engine=engine, remove=gone)
-        assert totals["removed"] == len(gone)
+        totals = add_files(store, [change], engine=engine, remove=gone)
+        assert totals["removed"] == len(gone) and totals["changed"] == len(changed)
         states.append(_state(store))
     assert states[0] == states[1]
     assert all(states[1][u]["removed"] for u in gone)
+    assert not any(states[1][u]["is_duplicate"] for u in changed)
 
 
 def test_the_add_command_takes_the_spark_engine(spark, demo_crawl, tmp_path):  # noqa: F811
@@ -113,3 +119,43 @@ def test_the_add_command_takes_the_spark_engine(spark, demo_crawl, tmp_path):  #
     assert res.exit_code == 2 and "KEY=VALUE" in res.output
     res = runner.invoke(app, ["add", str(store), *files, "--engine", "mars"])
     assert res.exit_code == 2 and "mars" in res.output and "Traceback" not in res.output
+
+
+def test_a_failed_spark_job_is_one_line_and_the_index_keeps_its_last_version(
+    spark,  # noqa: F811 - the fixture
+    demo_crawl,
+    tmp_path,
+    monkeypatch,
+):
+    """An executor's exception ends `add` with one line naming it (exit 2), and the batches
+    of the files before it stay committed, as the embedded engine's do."""
+    from typer.testing import CliRunner
+
+    from neardup.cli.main import app
+    from neardup.service import spark_feed
+
+    store = tmp_path / "s"
+    files = [str(p) for p in demo_crawl.warc_paths]
+    real = spark_feed._run
+    calls = []
+
+    def failing(tasks):  # defined here: shipped to the executors by value
+        for _ in tasks:
+            raise OSError("the disk is full")
+        yield b""
+
+    def second_wave_fails(context, tasks, work, parts):  # the executors' own report
+        calls.append(parts)
+        if len(calls) == 1:
+            return real(context, tasks, work, parts)
+        return real(context, tasks, failing, parts)
+
+    monkeypatch.setattr(spark_feed, "_run", second_wave_fails)
+    res = CliRunner().invoke(app, ["add", str(store), *files, "--engine", "spark"])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.output, res.output
+    assert "Spark stage add failed" in lines[0] and "the disk is full" in lines[0], lines[0]
+    assert len(calls[0]) < len(files)  # some files came before the failure...
+    with ServiceIndex(store, read_only=True) as ix:
+        assert len(ix.pages) > 0  # ...and their pages are in the index

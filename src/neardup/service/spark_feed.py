@@ -63,7 +63,7 @@ def sketched_on_spark(
     wave = max(1, int(context.defaultParallelism))
     held: list[PreparedBatch] = []
     for lo in range(0, len(files), wave):
-        for blob in context.runJob(tasks, work, list(range(lo, min(lo + wave, len(files))))):
+        for blob in _run(context, tasks, work, list(range(lo, min(lo + wave, len(files))))):
             kind, *got = pickle.loads(blob)
             if kind == "batch":
                 held.append(got[0])
@@ -76,6 +76,17 @@ def sketched_on_spark(
                 held = []
             skipped.update(got[0])
             inlinks.update(got[1])
+
+
+def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:
+    """The results of the tasks `parts` (`SparkContext.runJob`); a failed job is one
+    `SparkJobError` line naming its cause (the executor's exception), as a scan's is."""
+    from neardup.pipeline.executors.spark.engine import SparkJobError, failure_cause
+
+    try:
+        return list(context.runJob(tasks, work, parts))
+    except Exception as err:  # Py4J's error for a failed job: its text says why
+        raise SparkJobError(f"Spark stage add failed: {failure_cause(err)}") from err
 
 
 def _sketch_files(
