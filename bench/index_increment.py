@@ -1,0 +1,155 @@
+"""A 1 % increment from the command line against a re-scan, on either engine (issues 26, 27).
+
+On the web-like corpus of `bench/service_scale.py` (`web-N.jsonl`, made once), as a user
+would: the index of all pages but the last 1 % is built once by `neardup add` (kept under
+bench/out/increment/nN/base); then, `--runs` times, a hard-linked copy of it (segments and
+graph files are never changed in place, the manifest is replaced by a rename, so each run
+starts from the same index) and `neardup add COPY PART...` of the last 1 %, split into
+`--split` files (Spark runs a task a file), timed as the plain command (wall and the
+command's CPU). Then the re-scan of all N pages in 8 shards on the same engine, and the
+index after the increment against it (REP, RER: same-group pairs only one side has).
+
+    .venv/bin/python bench/index_increment.py --pages 1000000 --runs 7
+    .venv/bin/python bench/index_increment.py --pages 1000000 --engine spark --master 'local[2]'
+    .venv/bin/python bench/index_increment.py --pages 1000000 --engine spark \
+        --master spark://127.0.0.1:7077 --spark-conf spark.executor.memory=3g
+
+(the last on a standalone master with two one-core workers, `bench/standalone_cluster.sh`).
+
+Take it on a quiet machine: the load average before each step is in the results
+(bench/out/increment/results.json, one row a run, appended) and the table printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from service_scale import corpus, parity  # noqa: E402 - the bench folder, not a package
+
+OUT = BENCH / "out" / "increment"
+NEARDUP = BENCH.parent / ".venv" / "bin" / "neardup"
+
+
+def split_lines(
+    src: Path, dest: Path, first: int, parts: int, last: int | None = None
+) -> list[Path]:
+    """Lines `first` .. `last`-1 of `src` (to its end without `last`) into `parts` files
+    under `dest`, in order, streamed."""
+    with open(src, "rb") as f:
+        total = sum(1 for _ in f) if last is None else last
+    size = -(-(total - first) // parts)
+    dest.mkdir(parents=True, exist_ok=True)
+    out = [dest / f"part-{i:02d}.jsonl" for i in range(parts)]
+    files = [open(p, "wb") for p in out]  # noqa: SIM115 - closed below
+    try:
+        with open(src, "rb") as f:
+            for n, line in enumerate(f):
+                if n >= total:
+                    break
+                if n >= first:
+                    files[(n - first) // size].write(line)
+    finally:
+        for handle in files:
+            handle.close()
+    return out
+
+
+def timed(cmd: list[str], log: Path) -> dict[str, float]:
+    """Run `cmd` (its output to `log`); its wall time and its CPU (user + system of it and
+    the children it waited for), and the load average before it."""
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with open(log, "ab") as out:
+        done = subprocess.run(cmd, stdout=out, stderr=out, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}); see {log}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "load_before": round(load, 2)}
+
+
+def engine_args(engine: str, master: str | None, conf: list[str]) -> list[str]:
+    if engine == "embedded":
+        return []
+    args = ["--engine", "spark", "--spark-master", master or "local[2]"]
+    return [*args, *(a for c in ["spark.driver.memory=4g", *conf] for a in ("--spark-conf", c))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=1_000_000)
+    parser.add_argument("--share", type=float, default=0.01, help="the increment's share")
+    parser.add_argument("--engine", choices=["embedded", "spark"], default="embedded")
+    parser.add_argument("--master", help="Spark master (default local[2])")
+    parser.add_argument("--spark-conf", action="append", default=[], help="KEY=VALUE")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--split", type=int, default=2, help="files of the increment")
+    parser.add_argument("--no-rescan", action="store_true", help="the increments only")
+    args = parser.parse_args()
+
+    pages = corpus(args.pages)
+    folder = OUT / f"n{args.pages}"
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "commands.log"
+    keep = args.pages - round(args.pages * args.share)
+    base = folder / "base"
+    if not (base / "manifest.json").exists():  # the index of all but the increment, once
+        shutil.rmtree(base, ignore_errors=True)
+        first = split_lines(pages, folder / "base-input", 0, 1, last=keep)[0]
+        print("building the base index ...", file=sys.stderr)
+        timed([str(NEARDUP), "add", str(base), str(first), "--json"], log)
+        first.unlink()
+    parts = split_lines(pages, folder / "increment", keep, args.split)
+    extra = engine_args(args.engine, args.master, args.spark_conf)
+    runs = []
+    copy = folder / "copy"
+    for _ in range(args.runs):
+        shutil.rmtree(copy, ignore_errors=True)
+        subprocess.run(["cp", "-al", str(base), str(copy)], check=True)
+        os.sync()
+        time.sleep(1)
+        cmd = [str(NEARDUP), "add", str(copy), *map(str, parts), "--json", *extra]
+        runs.append(timed(cmd, log))
+        print(json.dumps(runs[-1]), file=sys.stderr)
+    walls = [r["wall_s"] for r in runs]
+    result: dict[str, object] = {
+        "pages": args.pages,
+        "increment": args.pages - keep,
+        "engine": args.engine,
+        "master": args.master if args.engine == "spark" else None,
+        "runs": runs,
+        "median_s": statistics.median(walls),
+    }
+    if not args.no_rescan:
+        shards = split_lines(pages, folder / "shards", 0, 8)
+        rescan = folder / f"rescan-{args.engine}"
+        shutil.rmtree(rescan, ignore_errors=True)
+        os.sync()
+        time.sleep(5)
+        cmd = [str(NEARDUP), "scan", *map(str, shards), "--out", str(rescan), "--json", *extra]
+        again = timed(cmd, log)
+        result["rescan"] = again
+        result["rescan_over_median"] = round(again["wall_s"] / statistics.median(walls), 1)
+        result["parity"] = parity(copy, rescan)
+    results_file = OUT / "results.json"
+    rows = json.loads(results_file.read_text()) if results_file.exists() else []
+    rows.append(result)
+    results_file.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
