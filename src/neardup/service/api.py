@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
@@ -55,6 +55,7 @@ from neardup.service.door import (
 )
 from neardup.service.index import ServiceIndex
 from neardup.service.prepare import prepare_batch
+from neardup.service.served import Served
 from neardup.service.updates import PageUpdate, SelfRedirect, ServiceError, UnknownPage
 
 WRITES = frozenset({("POST", "/pages"), ("DELETE", "/pages")})
@@ -121,7 +122,7 @@ class PagesRoute(APIRoute):
             if media != ARROW_STREAM:
                 return await as_json(request)
             body = await request.body()
-            ix: ServiceIndex = request.app.state.index
+            ix: Served = request.app.state.index
             # Reading the stream and applying it are both work: off the event loop.
             report = await run_in_threadpool(lambda: ix.apply(read_arrow_pages(body)))
             return JSONResponse(report.to_dict())
@@ -141,9 +142,10 @@ def create_service_app(
     """The app over an open index (or a store directory). `token=None` refuses all writes;
     `hosts` are the Host names allowed besides loopback; `rate` is a per-client limit such
     as "6000/minute" (None: no limit)."""
-    ix = index if isinstance(index, ServiceIndex) else ServiceIndex(index)
+    opened = index if isinstance(index, ServiceIndex) else ServiceIndex(index)
     # Load the sketch kernels and the character table now, not in the first request.
-    prepare_batch([PageUpdate("warm-up:", text="warm up")], ix.settings, ix.options.dims)
+    prepare_batch([PageUpdate("warm-up:", text="warm up")], opened.settings, opened.options.dims)
+    ix = Served(opened)  # two copies when it writes: reads never wait for a batch
     app = FastAPIOffline(
         title="neardup service",
         docs_url="/api/docs",
@@ -174,7 +176,7 @@ def create_service_app(
     )
     async def status(url: Annotated[Url, Query(max_length=MAX_URL)]) -> dict[str, Any]:
         """Group, winner and duplicate status of a stored URL."""
-        out = await _quick_read(ix, ix.status, url)
+        out = ix.read(lambda copy: copy.status(url))
         if out is None:
             raise HTTPException(404, f"unknown url: {url}")
         return out
@@ -182,10 +184,9 @@ def create_service_app(
     @app.post("/check", responses=error_responses(422))
     def check(body: Annotated[CheckIn, Body()]) -> dict[str, Any]:
         """Would this text (or html) be a duplicate? Nothing is stored."""
-        # not under the lock here: `check` sketches first and locks only to look up
         if isinstance(body, CheckText):
-            return ix.check(text=body.text)
-        return ix.check(html=body.html)
+            return ix.read(lambda copy: copy.check(text=body.text), locked=False)
+        return ix.read(lambda copy: copy.check(html=body.html), locked=False)
 
     token = [Depends(bearer)]  # documents the bearer scheme; the door checks the token
     refused = refusal_responses(*PROTECTED)
@@ -226,7 +227,7 @@ def create_service_app(
     )
     async def group(group_id: Annotated[GroupId, PathParam()]) -> dict[str, Any]:
         """A group: winner, members with their resemblance to it, redirects into it."""
-        out = await _quick_read(ix, ix.group, group_id)
+        out = ix.read(lambda copy: copy.group(group_id))
         if out is None:
             raise HTTPException(404, f"unknown group: {group_id}")
         return out
@@ -234,36 +235,14 @@ def create_service_app(
     @app.get("/")
     def summary() -> dict[str, Any]:
         """The store, its counts and its sketch settings."""
-        with ix.lock:
-            return {
-                "store": str(ix.store),
-                **ix.counts(),
-                "threshold": ix.threshold,
-                "bands": ix.bands,
-                "rows": ix.rows,
+        return ix.read(
+            lambda copy: {
+                "store": str(copy.store),
+                **copy.counts(),
+                "threshold": copy.threshold,
+                "bands": copy.bands,
+                "rows": copy.rows,
             }
+        )
 
     return app
-
-
-R = TypeVar("R")
-
-
-async def _quick_read(ix: ServiceIndex, read: Callable[..., R], *args: Any) -> R:
-    """A read of the in-memory index (microseconds), under its lock.
-
-    When the lock is free the read runs right here on the event loop, with no hop to the
-    thread pool (which costs more than the read). When an update batch holds the lock, the
-    read waits for it in the thread pool instead, so the event loop, and every other
-    request, never blocks on a batch."""
-    if ix.lock.acquire(blocking=False):
-        try:
-            return read(*args)
-        finally:
-            ix.lock.release()
-
-    def locked() -> R:
-        with ix.lock:
-            return read(*args)
-
-    return await run_in_threadpool(locked)

@@ -399,7 +399,8 @@ class ServiceIndex:
             name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
             write_arrays(self.store, name, self.scan_graph.arrays(), hook=True)
             before = self.graph_meta
-            self.graph_meta = {"name": name, "version": old.version}
+            saved: dict[str, Any] = {"name": name, "version": old.version}
+            self.graph_meta = saved
             try:
                 new = Manifest(old.version + 1, old.segments, old.rows, self._meta(self.next_group))
                 commit(self.store, new)
@@ -407,14 +408,40 @@ class ServiceIndex:
                 self.graph_meta = before
                 raise
             self.manifest = new
-        mapped = ScanGraph(self.settings, self.pages, read_arrays(self.store, name, GRAPH_ARRAYS))
-        with self.lock:
-            mapped.verifications = self.scan_graph.verifications
-            self.scan_graph = mapped
-            self.graph_tail = 0
+        self._map_graph(saved)
         if before is not None:
             shutil.rmtree(self.store / str(before["name"]), ignore_errors=True)
         _return_freed()  # the overlay folded into the files, and the save's blocks
+
+    def _map_graph(self, graph: dict[str, Any]) -> None:
+        """The graph mapped from its saved folder `graph` (`graph_meta` of the version it
+        was saved with), in place of the one in memory and its overlay."""
+        arrays = read_arrays(self.store, str(graph["name"]), GRAPH_ARRAYS)
+        mapped = ScanGraph(self.settings, self.pages, arrays)
+        with self.lock:
+            mapped.verifications = self.scan_graph.verifications
+            self.scan_graph = mapped
+            self.graph_meta = graph
+            self.graph_tail = 0
+
+    def follow(self, prepared: PreparedBatch, graph: dict[str, Any] | None) -> None:
+        """Apply in memory a batch that another copy of this index (the writer, in this
+        process) applied and committed, so that this copy holds the same version: the
+        server's copy for reads (`served.py`). Nothing is written. `graph`: the writer's
+        saved graph after the batch; when it saved a new one, this copy maps it too (its
+        overlay then stays as small as the writer's)."""
+        with self.lock, _no_collection():
+            try:
+                compute_batch(self, prepared)
+                self.pages.settle()
+                self.groups.settle()
+                self.winners.settle()
+            except BaseException:
+                self._load()  # the writer's committed version, read from the files
+                raise
+        if graph is not None and graph != self.graph_meta:
+            self._map_graph(graph)
+        _settle()
 
     def close(self) -> None:
         """Save the graph's arrays if many pages were written since they were (so the next
