@@ -81,3 +81,30 @@ def test_the_reading_copy_follows_the_writer_batch_for_batch(
             assert _everything(fresh) == _everything(reader)
     finally:
         served.close()
+
+
+def test_a_batch_that_fails_after_its_commit_leaves_both_copies_at_the_commit(
+    tmp_path, monkeypatch
+):
+    """The writer's copy committed the batch, then the files failed (a merge, a save of the
+    graph): the reading copy reads the commit from the files, so neither is left behind."""
+    pool = texts()
+    served = Served(ServiceIndex(tmp_path / "s"))
+    reader, writer = served._copies
+    try:
+        served.apply([PageUpdate(url(i), text=pool[i]) for i in range(6)])
+
+        def full_disk(self):
+            raise OSError("no space left on device")
+
+        monkeypatch.setattr(ServiceIndex, "_merge_due", full_disk)
+        with pytest.raises(OSError, match="no space"):
+            served.apply([PageUpdate(url(i), text=pool[i + 8]) for i in range(4, 10)])
+        monkeypatch.undo()
+        with ServiceIndex(tmp_path / "s", read_only=True) as fresh:
+            assert _everything(fresh) == _everything(writer) == _everything(reader)
+            assert fresh.pages.get(url(9)) is not None  # the batch was committed
+        served.apply([PageUpdate(url(11), text=pool[20])])  # and the pair goes on
+        assert _everything(reader) == _everything(writer)
+    finally:
+        served.close()

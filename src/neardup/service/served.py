@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from neardup.service.index import ServiceIndex
 from neardup.service.prepare import prepare_batch
-from neardup.service.updates import BatchReport, PageUpdate
+from neardup.service.updates import BatchReport, PageUpdate, ServiceError
 
 R = TypeVar("R")
 
@@ -69,7 +69,16 @@ class Served:
         if reader is writer:  # read-only: refused as the index refuses it
             return writer.apply_prepared(prepared, t0)
         with self._writes:
-            report = writer.apply_prepared(prepared, t0)  # the reads are on the other copy
+            try:
+                report = writer.apply_prepared(prepared, t0)  # the reads are on the other copy
+            except ServiceError:  # the batch refused: nothing committed, nothing to follow
+                raise
+            except BaseException:  # the files (a full disk, a merge, a save of the graph):
+                self._point(1)  # the writer's copy holds its last commit, whichever it is;
+                with reader.lock:  # the other copy reads that commit from the files
+                    reader.refresh()
+                self._point(0)
+                raise
             self._point(1)  # the new version, for the reads, while the other copy follows
             reader.follow(prepared, writer.graph_meta)
             self._point(0)  # ready for the next batch on the writer's copy
