@@ -52,3 +52,35 @@ def test_dedup_that_scans_in_a_fresh_interpreter(pages, tmp_path):
     done = _neardup("dedup", str(pages), "--out", str(out), "--workers", "1", "--json", "-q")
     assert done.returncode == 0, done.stderr
     assert (out / "kept.parquet").exists()
+
+
+def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tmp_path):
+    """`neardup scan` on the embedded engine loads neither pandas nor scipy, in its own
+    process or in its workers (`neardup.startup`): pyarrow and numba import them only to see
+    whether they are there. Every Python process of the command reports its imports
+    (PYTHONPROFILEIMPORTTIME, which the workers inherit); a blocked probe shows as its top
+    name alone, a loaded module with its submodules."""
+    import os
+    import shutil
+
+    inputs = []
+    for i in range(4):  # several files: the stages run in the workers
+        inputs.append(tmp_path / f"part{i}.jsonl")
+        shutil.copy(pages, inputs[-1])
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    args = ["scan", *map(str, inputs), "--out", str(tmp_path / "run"), "--workers", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup.cli.main", *args, "--json", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = [ln.rsplit("|", 1)[-1].strip() for ln in done.stderr.splitlines() if "|" in ln]
+    assert "numba" in imported and "pyarrow" in imported  # the report covers the command
+    assert json.loads(done.stdout)["records"] == 48
+    assert imported.count("neardup.kernels") >= 3  # this process and both workers
+    numba_probes = ("scipy.linalg", "scipy.linalg.cython_blas")  # tried, refused
+    loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in numba_probes]
+    assert loaded == [], sorted(set(loaded))[:20]

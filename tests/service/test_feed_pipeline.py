@@ -237,11 +237,12 @@ def test_the_add_command_removes_the_urls_of_a_file(tmp_path, crawl):
 _POOL_PROBE = """
 import os, sys
 import neardup.cli.main as m
+from neardup.startup import PROBED_NOT_USED
 
 def leave(code):
     import pyarrow as pa
     print("POOL", pa.default_memory_pool().backend_name, flush=True)
-    probed = sorted(n for n in sys.modules if n.partition(".")[0] in m.PROBED_NOT_USED_BY_ADD)
+    probed = sorted(n for n in sys.modules if n.partition(".")[0] in PROBED_NOT_USED)
     print("PROBED", *probed, flush=True)
     os._exit(code)
 

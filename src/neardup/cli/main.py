@@ -34,6 +34,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from neardup import __version__
 from neardup.cli.output import console
+from neardup.startup import without_probed_modules
 
 GROUPS = ("scan", "demo", "linkgraph", "report", "crawls", "service")  # `--help`'s order
 
@@ -217,32 +218,6 @@ def _leave_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-# Modules `neardup add` never calls that its libraries import only to see whether they are
-# there: pyarrow imports pandas (where installed; the spark extra installs it) the first
-# time it reads a file or makes an array, and numba imports scipy to look for a BLAS that
-# no kernel of neardup's calls. 0.2-0.3 s and 0.1 s of a 1 % increment that takes about a
-# second at 100 k pages (`python -X importtime`).
-PROBED_NOT_USED_BY_ADD = ("pandas", "scipy")
-
-
-class _Absent:
-    """An import finder that finds the modules of `PROBED_NOT_USED_BY_ADD` missing (as if
-    not installed). A finder, not None in `sys.modules`: compiled modules (pyarrow's)
-    read `sys.modules` directly and would take the None for the module."""
-
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name.partition(".")[0] in PROBED_NOT_USED_BY_ADD:
-            raise ModuleNotFoundError(f"no module named {name!r} in neardup add", name=name)
-
-
-def _without_probed_modules() -> None:
-    """Make the probes of `PROBED_NOT_USED_BY_ADD` find their modules missing, so they go on
-    without them. Only for the console entry point of `neardup add`, and only where nothing
-    imported them yet; nothing `add` runs may need them (its tests run the command)."""
-    if not any(m.partition(".")[0] in PROBED_NOT_USED_BY_ADD for m in sys.modules):
-        sys.meta_path.insert(0, _Absent())
-
-
 def _on_spark(args: list[str]) -> bool:
     """Whether a command line asks for the Spark engine (`--engine spark`)."""
     pairs = zip(args, [*args[1:], ""], strict=True)
@@ -261,8 +236,8 @@ def main() -> None:
         # pages into an empty index. Read when pyarrow loads, which this module does not do;
         # a user's own choice of pool stays.
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-        if not _on_spark(sys.argv[2:]):  # PySpark's Arrow exchange needs pandas
-            _without_probed_modules()
+    if sys.argv[1:2] in (["add"], ["scan"], ["dedup"]) and not _on_spark(sys.argv[2:]):
+        without_probed_modules()  # PySpark's Arrow exchange needs pandas: not on Spark
     app = build_app(groups_for(sys.argv[1:]))
     try:
         app()

@@ -28,6 +28,8 @@ from multiprocessing import context, popen_forkserver, spawn
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
+from neardup.startup import in_worker
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -102,8 +104,10 @@ class _ContextWithoutMain(context.ForkServerContext):
 
 
 def _start_worker(preload: Sequence[str]) -> None:
-    """A worker's initializer: `die_with_parent`, then the `preload` modules."""
+    """A worker's initializer: `die_with_parent`, its command's start-up rule
+    (`startup.in_worker`), then the `preload` modules."""
     die_with_parent()
+    in_worker()
     for name in preload:
         importlib.import_module(name)
 

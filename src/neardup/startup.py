@@ -1,0 +1,48 @@
+"""What a command's processes load as they start: not the modules that neardup's libraries
+import only to see whether they are installed.
+
+pyarrow imports pandas (where installed; the `spark` extra installs it) the first time it
+reads a file or makes an array, and numba imports scipy to look for a BLAS that none of
+neardup's kernels calls: 0.2-0.33 s and 0.1 s of every process that starts (`python -X
+importtime`), about a third of a small `neardup add` or `neardup scan`. No command on the
+embedded engine uses either (`supershingle_probability`, the one function of neardup's that
+needs scipy, is for callers of the library). The console entry point makes them missing for
+those commands, and the worker processes they start do the same (`in_worker`); on the Spark
+engine they stay, since PySpark's Arrow exchange needs pandas.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PROBED_NOT_USED = ("pandas", "scipy")
+# Set for the processes a command starts (the local engine's workers read it as they start).
+WITHOUT_PROBED_ENV = "NEARDUP_WITHOUT_PROBED"
+
+
+class _Absent:
+    """An import finder that finds the modules of `PROBED_NOT_USED` missing (as if not
+    installed). A finder, not None in `sys.modules`: compiled modules (pyarrow's) read
+    `sys.modules` directly and would take the None for the module."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] in PROBED_NOT_USED:
+            raise ModuleNotFoundError(f"no module named {name!r} in this command", name=name)
+
+
+def without_probed_modules() -> None:
+    """Make the probes of `PROBED_NOT_USED` find their modules missing, in this process and
+    in the workers it starts, so they go on without them. Only where nothing imported them
+    yet; nothing the command runs may need them (its tests run the commands)."""
+    if any(m.partition(".")[0] in PROBED_NOT_USED for m in sys.modules):
+        return
+    if not any(isinstance(f, _Absent) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Absent())
+    os.environ[WITHOUT_PROBED_ENV] = "1"
+
+
+def in_worker() -> None:
+    """A worker process's start: without the probed modules when its command is."""
+    if os.environ.get(WITHOUT_PROBED_ENV):
+        without_probed_modules()
