@@ -207,7 +207,7 @@ def _opened(
             opened.set_result(ix)
             yield opened, ix.settings, ix.options
         return
-    mine, options = stored_config(manifest)
+    mine, options = stored_config(manifest.meta)
     with ThreadPoolExecutor(1, thread_name_prefix="neardup-open") as pool:
         opening = pool.submit(ServiceIndex, store, settings, wait=wait)
         try:

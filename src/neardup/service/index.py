@@ -32,7 +32,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +150,7 @@ class ServiceIndex:
                 )
             manifest = self._convert_legacy()
         if manifest is not None:
-            mine, stored = stored_config(manifest)
+            mine, stored = stored_config(manifest.meta)
             if settings is not None:
                 mine.check_compatible(settings)
                 mine.check_same_pages(settings)
@@ -211,8 +211,7 @@ class ServiceIndex:
             flush=True,
         )
         stored, pages, groups = legacy_rows(db)
-        settings = Settings.from_json(stored["settings"])
-        options = ServiceOptions(**_tuple_lists(json.loads(stored["options"])))
+        settings, options = stored_config(stored)
         num_perm, dims = settings.num_perm, options.dims
         n = pages.num_rows
         sigs = np.zeros((n, num_perm), dtype=np.uint32)
@@ -634,9 +633,13 @@ class ServiceIndex:
     def apply(self, updates: Iterable[PageUpdate]) -> BatchReport:
         """Apply one batch as one transaction; on any error nothing of it remains."""
         t0 = time.perf_counter()
-        # Parsing and sketching need no state: done before the lock, for the whole batch.
-        prepared = prepare_batch(updates, self.settings, self.options.dims, by_url=True)
-        return self.apply_prepared(prepared, t0)
+        return self.apply_prepared(self.prepared(updates), t0)
+
+    def prepared(self, updates: Iterable[PageUpdate]) -> PreparedBatch:
+        """A batch keyed by URL, turned into text and sketched as this index takes it
+        (`prepare.prepare_batch` with its settings, the URL rule applied). It needs no
+        state: done before the lock, for the whole batch."""
+        return prepare_batch(updates, self.settings, self.options.dims, by_url=True)
 
     def apply_prepared(self, prepared: PreparedBatch, t0: float | None = None) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
@@ -766,9 +769,9 @@ class ServiceIndex:
         return invariant_errors(read_committed(self.store, self.manifest)[1])
 
 
-def stored_config(manifest: Manifest) -> tuple[Settings, ServiceOptions]:
-    """The settings and options a committed version was written with (its manifest's)."""
-    meta = manifest.meta
+def stored_config(meta: Mapping[str, Any]) -> tuple[Settings, ServiceOptions]:
+    """The settings and options an index was written with: a committed version's (its
+    manifest's `meta`), or an older neardup's (its `settings` table)."""
     options = ServiceOptions(**_tuple_lists(json.loads(meta["options"])))
     return Settings.from_json(meta["settings"]), options
 

@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from neardup.service.index import ServiceIndex
-from neardup.service.prepare import prepare_batch
 from neardup.service.updates import BatchReport, PageUpdate, ServiceError
 
 R = TypeVar("R")
@@ -64,7 +63,7 @@ class Served:
         the other, the reads moved away from each copy while it changes."""
         t0 = time.perf_counter()
         writer = self.index
-        prepared = prepare_batch(updates, writer.settings, writer.options.dims, by_url=True)
+        prepared = writer.prepared(updates)
         reader = self._copies[0]
         if reader is writer:  # read-only: refused as the index refuses it
             return writer.apply_prepared(prepared, t0)

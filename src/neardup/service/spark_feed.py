@@ -62,7 +62,7 @@ def sketched_on_spark(
         return
     files = [path for path, _ in expand_inputs(paths)]
     context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
-    tasks = context.parallelize(list(enumerate(files)), len(files))
+    tasks = context.parallelize(files, len(files))
     work = partial(_sketch_files, settings=settings, dims=dims, batch=batch, links=links)
     wave = max(1, int(context.defaultParallelism))
     held: list[PreparedBatch] = []
@@ -94,13 +94,13 @@ def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:
 
 
 def _sketch_files(
-    tasks: Iterable[tuple[int, str]], settings: Settings, dims: int, batch: int, links: bool
+    paths: Iterable[str], settings: Settings, dims: int, batch: int, links: bool
 ) -> Iterator[bytes]:
     """On an executor: each file's batches, sketched and without their text, then the
     file's skipped records and in-links, each pickled."""
     from neardup.service.crawl_updates import page_batches
 
-    for _, path in tasks:
+    for path in paths:
         skipped: Counter[str] = Counter()
         inlinks: Counter[str] = Counter()
         for updates in page_batches([path], settings, batch, links, skipped, inlinks):
