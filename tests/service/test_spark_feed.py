@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import shared_data
 from run_groups import scan_groups
 from spark_session import spark  # noqa: F401 - the fixture
 
@@ -159,3 +160,77 @@ def test_a_failed_spark_job_is_one_line_and_the_index_keeps_its_last_version(
     assert len(calls[0]) < len(files)  # some files came before the failure...
     with ServiceIndex(store, read_only=True) as ix:
         assert len(ix.pages) > 0  # ...and their pages are in the index
+
+
+def _published_layouts(folder: Path) -> list[str]:
+    """Crawl files as crawlers publish them, written by warcio, not by neardup: a
+    request-first WARC with metadata records (Common Crawl's layout) holding near copies and
+    a redirect, a WET of converted text, a WARC with a damaged gzip member, and the crawl of
+    crawler files and error pages."""
+    import random
+
+    from ccwarc import Fetch, write_warc, write_wet
+    from damaged_warcs import gz, lengthen, page
+    from eligibility_crawl import write_artefact_warc
+
+    rng = random.Random(5)
+    vocab = [f"term{i}" for i in range(300)]
+    fetches = []
+    for b in range(12):
+        base = [rng.choice(vocab) for _ in range(120)]
+        for v in range(3):
+            words = list(base)
+            for i in rng.sample(range(120), 2 * v):
+                words[i] = rng.choice(vocab)
+            html = f"<html><body><p>{' '.join(words)}</p></body></html>"
+            fetches.append(Fetch(f"https://m{v}.example/doc{b}.html", html))
+    fetches.append(Fetch("https://m0.example/old", status=301, location="/doc3.html"))
+    warc = write_warc(folder / "cc.warc.gz", fetches, request_first=True)
+    texts = [(f"https://wet.example/{i}", " ".join(vocab[i : i + 90])) for i in range(6)]
+    wet = write_wet(folder / "cc.warc.wet.gz", [*texts, ("https://wet.example/c", texts[0][1])])
+    records = [page(i) for i in range(8)]
+    records[3] = lengthen(records[3], 400)  # runs into the next members
+    damaged = folder / "damaged.warc.gz"
+    damaged.write_bytes(gz(records))
+    return [str(warc), str(wet), str(damaged), str(write_artefact_warc(folder))]
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_both_engines_add_published_layouts_and_real_crawls_alike(
+    spark,  # noqa: F811 - the fixture
+    tmp_path,
+    real,
+):
+    """On files an independent writer made as crawlers publish them (and, where the shared
+    data is present, on real crawls with revisits, chunked bodies and an old WARC version),
+    the Spark add admits, skips and groups every record as the embedded add does, and its
+    groups are the scan's."""
+    import neardup
+
+    if real:
+        inputs = [
+            str(shared_data("warc", name))
+            for name in (
+                "resiliparse-warcfile.warc.gz",
+                "pywb-dupes.warc.gz",
+                "ukwa-govuk-2.warc.gz",
+            )
+        ]
+    else:
+        inputs = _published_layouts(tmp_path)
+    got = {}
+    for engine in ("embedded", "spark"):
+        totals = add_files(tmp_path / engine, inputs, batch=9, engine=engine, workers=1)
+        got[engine] = (_state(tmp_path / engine), totals)
+    (spark_state, spark_totals), (plain_state, plain_totals) = got["spark"], got["embedded"]
+    assert spark_state == plain_state
+    for key in ("new", "skipped", "pages", "redirects", "groups", "duplicate_groups"):
+        assert spark_totals[key] == plain_totals[key], key
+    assert {k: v for k, v in spark_totals.items() if k.startswith("skipped: ")} == {
+        k: v for k, v in plain_totals.items() if k.startswith("skipped: ")
+    }
+    assert spark_totals["new"] > 0 and spark_totals["skipped"] > 0
+    run = neardup.scan(inputs, tmp_path / "run", workers=1)
+    assert _groups(tmp_path / "spark") == scan_groups(run.path)
+    if not real:
+        assert scan_groups(run.path)  # the near copies were found: not a vacuous comparison
