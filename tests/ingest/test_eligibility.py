@@ -9,6 +9,8 @@ import shutil
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import neardup
@@ -18,6 +20,7 @@ from neardup.ingest.eligibility import (
     EXCLUDED_REASON,
     NOT_INCLUDED_REASON,
     REDIRECT_REASON,
+    _split_crawler_file,
     crawler_file,
     enough_words,
     rule_of,
@@ -165,3 +168,39 @@ def test_jsonl_rows_parsed_in_the_workers_get_the_rule(tmp_path):
     reasons = pq.read_table(run.path / "pages.parquet").column("skipped_reason").to_pylist()
     assert reasons == ["crawler file (robots.txt)"] * 2 + [EXCLUDED_REASON, None, None]
     assert run.summary["clusters"] == 1
+
+
+_URL_PIECES = st.sampled_from(
+    [
+        "http://",
+        "HTTPS://",
+        "h.example",
+        "/",
+        "//",
+        "?",
+        "#",
+        "robots.txt",
+        "ROBOTS.TXT",
+        "Sitemap",
+        "_index.xml",
+        ".txt.gz",
+        ".well-known",
+        ".WELL-KNOWN/",
+        "ads.txt",
+        "favicon.ico",
+        "page",
+        "\t",
+        "\n",
+        " ",
+        "[",
+        ":80",
+    ]
+)
+
+
+@given(st.lists(_URL_PIECES, max_size=10).map("".join))
+def test_crawler_file_without_splitting_agrees_with_the_split(url):
+    """The quick test that skips `urlsplit` decides exactly as the split path does, on URLs
+    made of the pieces where the two could part: names, case, queries and fragments before
+    and after the path, tabs and line breaks that the split deletes."""
+    assert crawler_file(url) == _split_crawler_file(url)

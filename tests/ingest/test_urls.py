@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.ingest.urls import host_of, normalize_url, resolve
+from neardup.ingest.urls import host_of, identity_and_host, normalize_url, resolve
 
 RFC_BASE = "http://a/b/c/d;p?q"
 # RFC 3986 §5.4.1 and §5.4.2, with our normalisation ("/" for an empty path, no fragment).
@@ -184,3 +184,37 @@ def test_pages_and_links_share_one_identity() -> None:
         assert resolve("http://host/a/c.html", href) == page, href
     assert normalize_url("http://B\u00fccher.Example/") == "http://xn--bcher-kva.example/"
     assert host_of("http://B\u00fccher.Example./") == "xn--bcher-kva.example"
+
+
+@given(
+    st.one_of(
+        st.text(alphabet="htps:/[]@.:80aA\u00fcB\\?#%2e \t", max_size=24),
+        st.builds(
+            "".join,
+            st.lists(
+                st.sampled_from(
+                    [
+                        "http://",
+                        "HTTPS://",
+                        "dns:",
+                        "u:p@",
+                        "WWW.Ex.org.",
+                        "[::1]",
+                        ":8080",
+                        "/a/../b",
+                        "/.a/.",
+                        "?q#f",
+                        " ",
+                        "\t",
+                        "B\u00fccher",
+                        "/",
+                    ]
+                ),
+                max_size=7,
+            ),
+        ),
+    )
+)
+def test_identity_and_host_from_one_parse_are_the_two_functions(url: str) -> None:
+    """The ingest's one parse per record gives what `normalize_url` and `host_of` give."""
+    assert identity_and_host(url) == (normalize_url(url), host_of(url))

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.config import Settings
+from neardup.ingest.urls import normalize_url
 from neardup.kernels.buckets import bucket_candidates
 from neardup.pipeline.steps import near
 from neardup.pipeline.steps.near_pairs import (
@@ -91,9 +92,25 @@ def test_eligible_keys_by_batches_match_all_urls_at_once(tmp_path: Path, monkeyp
     rng = np.random.default_rng(4)
     n = 1000
     doc_ids = rng.permutation(n).astype(np.int64)
-    urls = [None if i % 97 == 0 else f"https://h{i % 13}.example/p/{i}" for i in doc_ids]
+    urls = [
+        None
+        if i % 97 == 0
+        else "  "  # blank: a key of its own, not the fingerprint
+        if i % 89 == 0
+        else f"HTTP://Up.example:80/a/../p/{i}#top"  # normalized before it is hashed
+        if i % 83 == 0
+        else f"https://h{i % 13}.example/p/{i}"
+        for i in doc_ids
+    ]
+    identities = [normalize_url(u) if u else None for u in urls]  # as the ingest writes them
     pq.write_table(
-        pa.table({"doc_id": doc_ids, "url": pa.array(urls, pa.string())}),
+        pa.table(
+            {
+                "doc_id": doc_ids,
+                "url": pa.array(urls, pa.string()),
+                "url_key": pa.array(identities, pa.string()),
+            }
+        ),
         tmp_path / "pages_raw.parquet",
         row_group_size=128,
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,37 @@ class LineBlock:
     source: str
     first_line: int
     data: bytes
+    # Where `data` starts in the file at `source` when that file can be read there again (a
+    # local file that is not compressed), else None: see `LineSpan`.
+    offset: int | None = None
+
+    def span(self) -> LineSpan | LineBlock:
+        """The block as a `LineSpan` when its file can be read again, else itself."""
+        if self.offset is None:
+            return self
+        return LineSpan(self.source, self.first_line, self.offset, len(self.data))
+
+
+@dataclass(slots=True, frozen=True)
+class LineSpan:
+    """A `LineBlock` named by its place in a local, uncompressed file instead of its bytes.
+
+    Why: the scan's reading process cuts a file into blocks, and a worker parses each; sent
+    as bytes, every byte of the input was pickled, written to a pipe and read back once more
+    than it needed to be. A worker reads a span's bytes from the file itself (`block`)."""
+
+    source: str
+    first_line: int
+    offset: int
+    size: int
+
+    def block(self) -> LineBlock:
+        """The block's lines, read from the file (the bytes the reading process saw)."""
+        with open(self.source, "rb") as fh:
+            data = os.pread(fh.fileno(), self.size, self.offset)
+        if len(data) != self.size:
+            raise OSError(f"{self.source}: changed while it was read ({self.offset}+{self.size})")
+        return LineBlock(self.source, self.first_line, data, self.offset)
 
 
 def _records(items: Iterator[LineBlock | RawRecord], max_payload_bytes: int) -> Iterator[RawRecord]:
@@ -98,7 +130,7 @@ def iter_jsonl_blocks(
             yield RawRecord(path, 0, "row", skipped_reason=f"cannot open: {exc}")
             return
         fh = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
-        for item in iter_jsonl_stream_blocks(path, fh, max_payload_bytes):
+        for item in iter_jsonl_stream_blocks(path, fh, max_payload_bytes, not gzipped):
             if on_read is not None and not raw.closed:
                 on_read(raw.tell())
             yield item
@@ -113,9 +145,15 @@ def iter_jsonl_stream(
 
 
 def iter_jsonl_stream_blocks(
-    path: str, fh: Any, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
+    path: str,
+    fh: Any,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    positions: bool = False,
 ) -> Iterator[LineBlock | RawRecord]:
     """`iter_jsonl_blocks` over an open, decompressed stream, which is closed at the end.
+    With `positions` (the stream is the file at `path`, read from its start) each block
+    carries its offset in it, until an over-long line is read past (blocks after it carry
+    none: they are sent as bytes).
 
     The stream is read with `read1`, one underlying read at a time (a gzip stream gives
     some 20 KB a read; reads are gathered into blocks of about `BLOCK_BYTES`), so that when a
@@ -127,6 +165,7 @@ def iter_jsonl_stream_blocks(
     lines = _Gathered()
     line_no = 0  # number of the first line not yet handed on
     skipping = 0  # 1 while an over-long line is read past: a failure then counts it
+    pos: int | None = 0 if positions else None  # the file offset of the first byte held
     try:
         with fh:
             chunk = read(BLOCK_BYTES)
@@ -134,9 +173,10 @@ def iter_jsonl_stream_blocks(
                 lines.add(chunk)
                 if lines.unended > cap:  # the lines before it, then the over-long line's row
                     if whole := lines.take_whole():
-                        yield LineBlock(path, line_no, whole)
+                        yield LineBlock(path, line_no, whole, pos)
                         line_no += _count_lines(whole)
                     lines = _Gathered()
+                    pos = None
                     skipping = 1
                     chunk = _skip_line(read)
                     skipping = 0
@@ -147,11 +187,12 @@ def iter_jsonl_stream_blocks(
                     continue
                 if lines.held >= BLOCK_BYTES and lines.unended < len(chunk):
                     whole = lines.take_whole()  # ends in the latest chunk: a copy of ~a block
-                    yield LineBlock(path, line_no, whole)
+                    yield LineBlock(path, line_no, whole, pos)
                     line_no += _count_lines(whole)
+                    pos = None if pos is None else pos + len(whole)
                 chunk = read(BLOCK_BYTES)
             if lines.held:
-                yield LineBlock(path, line_no, lines.take_all())
+                yield LineBlock(path, line_no, lines.take_all(), pos)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:  # truncated or corrupt .gz
         if whole := lines.take_whole():
             yield LineBlock(path, line_no, whole)

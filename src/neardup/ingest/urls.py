@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import ada_url
 import can_ada
@@ -48,6 +49,11 @@ def _href(url: str) -> str | None:
         parsed = can_ada.parse(url)
     except ValueError:
         return None
+    return _parsed_href(url, parsed)
+
+
+def _parsed_href(url: str, parsed: Any) -> str | None:
+    """`_href` of `url`, which can-ada parsed into `parsed`."""
     href = parsed.href
     if "/." in href:
         path = parsed.pathname
@@ -68,9 +74,26 @@ def host_of(url: str | None) -> str | None:
         host = can_ada.parse(url.strip(_TRIM)).hostname
     except ValueError:
         return None
+    return _bare_host(host)
+
+
+def _bare_host(host: str) -> str | None:
     if host.startswith("["):
         host = host[1:-1]
     return host.rstrip(".") or None
+
+
+def identity_and_host(url: str) -> tuple[str, str | None]:
+    """`normalize_url(url)` and `host_of(url)` from one parse of the URL: the ingest
+    writes both for every record."""
+    url = url.strip(_TRIM)
+    try:
+        parsed = can_ada.parse(url)
+    except ValueError:
+        return url, None
+    href = _parsed_href(url, parsed)
+    host = _bare_host(parsed.hostname) if url else None
+    return (url if href is None else href.partition("#")[0]), host
 
 
 def normalize_url(url: str) -> str:

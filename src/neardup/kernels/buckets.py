@@ -11,10 +11,18 @@ hold. Which pairs a chain holds depends on the order of the bucket, so the chain
 per-document `order` key (the scan's and the service's page key) and the id only where two
 keys are equal: the same pages read in another order, or added to the service one batch at a
 time, give the same chain.
+
+Each table is sorted by its key alone, stably, over the documents put once in (order, id)
+order (`_rank`): the same permutation as a three-key `lexsort` of (key, order, id), at
+half its cost (0.09 against 0.21 s for a million documents), and tables are sorted two at a
+time in threads (numpy's sort and these kernels release the GIL).
 """
 
 from __future__ import annotations
 
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +30,8 @@ import numpy as np
 from numba import njit
 
 _LOW32 = np.int64(0xFFFFFFFF)
+# Tables sorted at once: each holds about six arrays of 8 bytes a document while it is.
+_THREADS = min(2, os.cpu_count() or 1)
 
 
 class KeyTables(Protocol):
@@ -45,8 +55,15 @@ class CandidateStats:
     large_buckets: int = 0  # buckets that emitted a chain instead of all pairs
     largest_bucket: int = 0
 
+    def count(self, emitted: int, large: int, largest: int) -> None:
+        """One more table: its emitted pairs, large buckets and largest bucket."""
+        self.tables += 1
+        self.emitted += emitted
+        self.large_buckets += large
+        self.largest_bucket = max(self.largest_bucket, largest)
 
-@njit(cache=True)
+
+@njit(cache=True, nogil=True)
 def _count_pairs(keys: np.ndarray, max_bucket: int) -> tuple[int, int, int]:
     n = keys.shape[0]
     total = 0
@@ -69,7 +86,7 @@ def _count_pairs(keys: np.ndarray, max_bucket: int) -> tuple[int, int, int]:
     return total, large, largest
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _emit_pairs(keys: np.ndarray, docs: np.ndarray, max_bucket: int, out: np.ndarray) -> None:
     n = keys.shape[0]
     k = 0
@@ -102,17 +119,33 @@ def table_pairs(
 ) -> np.ndarray:
     """Packed pairs (a << 32 | b, a < b) of documents sharing a key in one table; a large
     bucket's chain follows (`order`, doc), or doc alone without `order`."""
-    perm = np.lexsort((docs, keys) if order is None else (docs, order, keys))
-    sorted_keys = np.ascontiguousarray(keys[perm])
-    sorted_docs = np.ascontiguousarray(docs[perm]).astype(np.int64)
+    docs = np.asarray(docs, dtype=np.int64)
+    pairs, counts = _ranked_pairs(keys, docs, _rank(docs, order), max_bucket_pairs)
+    stats.count(*counts)
+    return pairs
+
+
+def _rank(docs: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    """The positions of the documents sorted by (order, doc), or by doc alone."""
+    return np.argsort(docs, kind="stable") if order is None else np.lexsort((docs, order))
+
+
+def _ranked_pairs(
+    keys: np.ndarray, docs: np.ndarray, rank: np.ndarray, max_bucket_pairs: int
+) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """One table's packed pairs and (emitted, large buckets, largest bucket): the keys
+    sorted stably over the documents in `rank` order, so that a bucket's documents follow
+    (order, doc)."""
+    ranked_keys = keys[rank]
+    by_key = np.argsort(ranked_keys, kind="stable")
+    sorted_keys = np.ascontiguousarray(ranked_keys[by_key])
+    del ranked_keys
+    sorted_docs = np.ascontiguousarray(docs[rank[by_key]])
+    del by_key
     total, large, largest = _count_pairs(sorted_keys, max_bucket_pairs)
     out = np.empty(total, dtype=np.int64)
     _emit_pairs(sorted_keys, sorted_docs, max_bucket_pairs, out)
-    stats.tables += 1
-    stats.emitted += int(total)
-    stats.large_buckets += int(large)
-    stats.largest_bucket = max(stats.largest_bucket, int(largest))
-    return out
+    return out, (int(total), int(large), int(largest))
 
 
 def bucket_candidates(
@@ -123,10 +156,10 @@ def bucket_candidates(
 ) -> tuple[np.ndarray, CandidateStats]:
     """Unique packed candidate pairs over all tables (columns) of `keys`.
 
-    `keys` is (n_docs, n_tables) int64, read one table at a time (`KeyTables`); `docs` the
-    (n_docs,) integer ids, each below 2**31 so that a pair packs into one int64 with the
-    smaller id first; `order` (n_docs,) int64
-    orders the chains of large buckets (see the module docstring).
+    `keys` is (n_docs, n_tables) int64, read one table at a time (`KeyTables`, in this
+    thread: a spilled matrix reads its file); `docs` the (n_docs,) integer ids, each below
+    2**31 so that a pair packs into one int64 with the smaller id first; `order` (n_docs,)
+    int64 orders the chains of large buckets (see the module docstring).
     """
     if keys.ndim != 2 or keys.shape[0] != docs.shape[0]:
         raise ValueError("keys must be (n_docs, n_tables) aligned with docs")
@@ -139,10 +172,24 @@ def bucket_candidates(
         raise ValueError("document ids must be in [0, 2**31)")
     stats = CandidateStats()
     found = np.empty(0, dtype=np.int64)
-    for t in range(keys.shape[1]):
-        pairs = table_pairs(np.ascontiguousarray(keys[:, t]), docs, max_bucket_pairs, stats, order)
+    rank = _rank(docs, order)
+    running: deque[Future[tuple[np.ndarray, tuple[int, int, int]]]] = deque()
+
+    def collect() -> None:
+        nonlocal found
+        pairs, counts = running.popleft().result()
+        stats.count(*counts)
         if pairs.size:
             found = np.union1d(found, pairs)
+
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="neardup-buckets") as pool:
+        for t in range(keys.shape[1]):
+            column = np.ascontiguousarray(keys[:, t])
+            running.append(pool.submit(_ranked_pairs, column, docs, rank, max_bucket_pairs))
+            if len(running) >= _THREADS:
+                collect()
+        while running:
+            collect()
     stats.unique = int(found.size)
     return found, stats
 

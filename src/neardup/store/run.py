@@ -18,13 +18,10 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from neardup.config import Settings
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.kernels import SIGNATURE_DTYPE
-from neardup.store.rows import MappedRows
 from neardup.store.sql_files import package_sql
 
 DB_NAME = "neardup.duckdb"
@@ -45,9 +42,6 @@ INTERMEDIATE = (
     "duckdb_tmp",
 )
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd"
-# Signature rows read per batch when `sketches.parquet` gains its min-hash column: 64 MiB of
-# signatures at K = 128, whatever the size of the run.
-SKETCH_BATCH = 65536
 FIGURES_NAME = "figures.json"  # a dataset run's summary figures, computed where the data is
 DATASET_TABLES = ("pages", "pairs", "containment", "clusters", "links", "page_text", "sketches")
 
@@ -87,35 +81,6 @@ def sized_sql(assignments: str) -> str:
 def sql_path(path: Path) -> str:
     """An absolute path as the body of a DuckDB string literal (single quotes doubled)."""
     return path.resolve().as_posix().replace("'", "''")
-
-
-def _export_sketches(staging: Path, settings: Settings) -> None:
-    """`sketches.parquet`: fingerprints plus the min-hash values as a fixed-size list of
-    int64 (the two's-complement view, so engines without unsigned types can read it).
-    Streams in batches aligned with the signature rows, each read through its own map
-    (`MappedRows`): one map of the whole matrix kept open would leave every page of it
-    resident (512 bytes a page at K = 128, the store stage's largest memory at millions of
-    pages)."""
-    source = staging / "sketches.parquet"
-    target = staging / "sketches.parquet.tmp"
-    k = settings.num_perm
-    signatures = MappedRows(staging / "signatures.npy")
-    if signatures.dtype != SIGNATURE_DTYPE or signatures.shape[1:] != (k,):
-        raise RunError(f"{staging}: signatures are {signatures.dtype} {signatures.shape}")
-    row = 0
-    schema = pq.read_schema(source).append(pa.field("minhash", pa.list_(pa.int64(), k)))
-    with pq.ParquetWriter(target, schema, compression="zstd") as writer:
-        for batch in pq.ParquetFile(source).iter_batches(batch_size=SKETCH_BATCH):
-            n = batch.num_rows
-            rows = signatures[row : row + n]
-            values = rows.astype(np.uint64).view(np.int64)
-            if len(rows) != n:
-                raise RunError(f"{staging}: fewer signature rows than sketches ({row + n})")
-            minhash = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), k)
-            columns = [*batch.columns, minhash]
-            writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
-            row += n
-    target.replace(source)
 
 
 def machine_memory_bytes() -> int:
@@ -198,7 +163,6 @@ def build_store(
     nothing is copied through this machine."""
     if is_dataset_run(staging):
         return _build_dataset_store(staging, settings)
-    _export_sketches(staging, settings)
     for table in RESTAGED:
         (staging / f"{table}.parquet").rename(staging / f"{table}.staged.parquet")
     tmp = staging / "duckdb_tmp"

@@ -22,7 +22,12 @@ from neardup.pipeline.steps.clusters import run_clusters
 from neardup.pipeline.steps.features import Features, run_features
 from neardup.pipeline.steps.ingest import run_ingest
 from neardup.pipeline.steps.near import NearResult, run_near, write_containment, write_pairs
-from neardup.pipeline.steps.sketch import SketchResult, count_common_shingles, run_sketch
+from neardup.pipeline.steps.sketch import (
+    SketchResult,
+    count_common_shingles,
+    run_sketch,
+    sketches_in_ingest,
+)
 
 # Imported by every worker before its first task (see `LocalEngine`).
 WORKER_PRELOAD = ("neardup.pipeline.executors.worker",)
@@ -90,18 +95,26 @@ class EmbeddedSteps:
 
     def ingest(self, outcome: StagesOutcome) -> None:
         advance = self.progress.advance
+        sketch = sketches_in_ingest(self.settings)
+        if sketch:
+            prime_char_table()  # for the tasks that run in this process
         ingest = run_ingest(
-            self.inputs, self.staging, self.settings, self.pool, self.base_url, advance
+            self.inputs, self.staging, self.settings, self.pool, self.base_url, advance, sketch
         )
         outcome.records = ingest.records
         outcome.with_text = ingest.with_text
         outcome.formats = ingest.formats
+        self._sketched = ingest.sketched
 
     def count(self, outcome: StagesOutcome) -> None:
         prime_char_table()  # for the tasks that run in this process
         count_common_shingles(self.staging, self.settings, self.pool, self.progress.advance)
 
     def sketch(self, outcome: StagesOutcome) -> None:
+        """Nothing left to do when the ingest sketched the pages (`sketches_in_ingest`)."""
+        if self._sketched is not None:
+            self.progress.advance(self._sketched.sketched)
+            return
         prime_char_table()
         self._sketched = run_sketch(self.staging, self.settings, self.pool, self.progress.advance)
 

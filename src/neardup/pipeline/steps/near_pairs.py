@@ -73,20 +73,31 @@ class VerifiedPairs:
 
 def url_key(url: str) -> int:
     """Signed 64-bit hash (BLAKE2b) of the normalized URL: stable across runs and machines."""
-    digest = hashlib.blake2b(normalize_url(url).encode("utf-8"), digest_size=8).digest()
+    return identity_key(normalize_url(url))
+
+
+def identity_key(identity: str) -> int:
+    """`url_key` of a URL already normalized (`normalize_url`: the `url_key` column the
+    ingest writes), without parsing it again."""
+    digest = hashlib.blake2b(identity.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
 
-def page_keys(urls: Sequence[str | None], fingerprints: np.ndarray) -> np.ndarray:
+def page_keys(
+    urls: Sequence[str | None], fingerprints: np.ndarray, normalized: bool = False
+) -> np.ndarray:
     """The tie-break key of each page: `url_key` of its URL, its content fingerprint (the
-    shingle-set fingerprint) when it has no URL."""
+    shingle-set fingerprint) when it has no URL. `normalized`: the URLs are identities
+    already (`normalize_url`'s), only hashed."""
     fps = np.asarray(fingerprints, dtype=np.int64)
     if len(urls) != fps.size:
         raise ValueError("one URL (or None) per fingerprint")
-    return np.array(
-        [url_key(u) if u else int(f) for u, f in zip(urls, fps.tolist(), strict=True)],
-        dtype=np.int64,
-    )
+    pairs = zip(urls, fps.tolist(), strict=True)
+    if normalized:  # an identity is None exactly where the URL was empty (`_pages_batch`)
+        return np.array(
+            [identity_key(u) if u is not None else int(f) for u, f in pairs], dtype=np.int64
+        )
+    return np.array([url_key(u) if u else int(f) for u, f in pairs], dtype=np.int64)
 
 
 def equivalence_classes(shingle_fp: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:

@@ -12,6 +12,14 @@ service read them with random access instead of loading a crawl's sketches into 
 They are written with plain file writes, not through a writable memory map: the pages of a
 map count in the process's resident memory until the kernel writes them back, 512 bytes per
 page at K = 128, which made the sketch stage's peak grow with the crawl (issue 16).
+
+When no shingle is dropped as too common (`max_shingle_df` 0, the default), nothing of the
+crawl is needed to sketch a page but its own text, so the embedded engine sketches each
+batch in the ingest workers that made its text (`SketchSink` fed by `run_ingest`), as the
+Spark engine does: the text is not read back and decompressed, and sketching overlaps the
+reading. The sketch stage then has nothing left to compute. Either way the files are the
+same, written by `SketchSink`: `sketches.parquet` with its `minhash` column (the store once
+re-read and re-wrote the whole table to add it: 4.9 of a million pages' 7 s store stage).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import pyarrow.parquet as pq
 
 from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
-from neardup.kernels import SIGNATURE_DTYPE, CommonShingles, sketch_arrow
+from neardup.kernels import SIGNATURE_DTYPE, CommonShingles, SketchBatch, sketch_arrow
 from neardup.kernels.shingles import doc_shingle_counts_arrow
 from neardup.pipeline.executors.local import LocalEngine
 
@@ -40,6 +48,15 @@ SKETCHES_SCHEMA = pa.schema(
         ("shingle_fp", pa.int64()),
     ]
 )
+# Rows of `sketches.parquet` per row group (64 MiB of min-hash values at K = 128).
+SKETCH_ROWS = 65536
+
+
+def sketches_schema(num_perm: int) -> pa.Schema:
+    """The run's `sketches` table: the fingerprints plus the min-hash values as a fixed-size
+    list of int64 (the two's-complement view of the unsigned values, so engines without
+    unsigned types read it), as the Spark engine writes it too."""
+    return SKETCHES_SCHEMA.append(pa.field("minhash", pa.list_(pa.int64(), num_perm)))
 
 
 @dataclass
@@ -105,6 +122,143 @@ class _RowFile:
         self.file.close()
 
 
+class _AppendedRows:
+    """A `.npy` file of `width` columns whose row count is known only at the end: rows are
+    appended as they come and the header is written again with the count by `close`.
+    numpy pads a header so that a 2-D shape's row count can grow in place to 21 digits,
+    so the header keeps its size and the rows never move."""
+
+    def __init__(self, path: Path, dtype: type, width: int) -> None:
+        self.dtype = np.dtype(dtype)
+        self.width = width
+        self.rows = 0
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._header(0)
+        self.offset = self.file.tell()
+
+    def _header(self, rows: int) -> None:
+        self.file.seek(0)
+        np.lib.format.write_array_header_1_0(
+            self.file,
+            {
+                "descr": np.lib.format.dtype_to_descr(self.dtype),
+                "fortran_order": False,
+                "shape": (rows, self.width),
+            },
+        )
+
+    def append(self, values: np.ndarray) -> None:
+        self.file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
+        self.rows += len(values)
+
+    def close(self) -> None:
+        """Write the final row count into the header and close the file."""
+        end = self.file.tell()
+        self._header(self.rows)
+        if self.file.tell() != self.offset:
+            raise RuntimeError(f"{self.file.name}: the .npy header changed size")
+        self.file.seek(end)
+        self.file.close()
+
+
+class SketchSink:
+    """The sketch stage's files, written as sketched batches arrive in document order:
+    `signatures.npy` and `supershingles.npy` (rows appended), `sketches.parquet` (with the
+    `minhash` column, in row groups of `SKETCH_ROWS`) and `signature_docs.npy`; `close`
+    returns the per-page arrays the near stage needs. Fed by the sketch pass (`run_sketch`)
+    or by the ingest, whose Parquet writes run on its writer thread (`submit`)."""
+
+    def __init__(
+        self,
+        staging: Path,
+        settings: Settings,
+        submit: Callable[..., None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.k = settings.num_perm
+        self.n_ss = settings.supershingle_count if settings.has_supershingles else 0
+        self.submit = submit if submit is not None else (lambda fn, *args: fn(*args))
+        self.staging = staging
+        self.signatures = _AppendedRows(staging / "signatures.npy", SIGNATURE_DTYPE, self.k)
+        self.supers = _AppendedRows(staging / "supershingles.npy", np.int64, self.n_ss)
+        # Random 64-bit values and distinct ids: a dictionary is attempted and abandoned
+        # for nothing (it doubled the time to write the min-hash column, and grew it).
+        self.schema = sketches_schema(self.k)
+        self.writer = pq.ParquetWriter(
+            staging / "sketches.parquet",
+            self.schema,
+            compression="zstd",
+            use_dictionary=False,
+        )
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.doc_ids: list[np.ndarray] = []
+        self.eligible: list[np.ndarray] = []
+        self.shingle_fp: list[np.ndarray] = []
+        self.lexical_fp: list[np.ndarray] = []
+
+    def add(self, doc_ids: np.ndarray, batch: SketchBatch) -> None:
+        """The sketches of the pages `doc_ids` (increasing, after every earlier batch's)."""
+        n = len(doc_ids)
+        if not n:
+            return
+        self.signatures.append(batch.minhash)
+        if self.n_ss:
+            self.supers.append(batch.supershingles)
+        self.doc_ids.append(np.asarray(doc_ids, np.int64))
+        self.eligible.append(
+            np.asarray(enough_words(batch.n_tokens, batch.n_shingles, self.settings.min_tokens))
+        )
+        self.shingle_fp.append(batch.shingle_fp)
+        self.lexical_fp.append(batch.lexical_fp)
+        values = batch.minhash.astype(np.uint64).view(np.int64)
+        minhash = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), self.k)
+        columns = [
+            pa.array(doc_ids, pa.int64()),
+            pa.array(batch.n_tokens, pa.int32()),
+            pa.array(batch.n_shingles, pa.int32()),
+            pa.array(batch.lexical_fp, pa.int64()),
+            pa.array(batch.shingle_fp, pa.int64()),
+            minhash,
+        ]
+        self.pending.append(pa.RecordBatch.from_arrays(columns, schema=self.schema))
+        self.pending_rows += n
+        if self.pending_rows >= SKETCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            table = pa.Table.from_batches(self.pending)
+            self.submit(self.writer.write_table, table, 1 << 30)
+            self.pending, self.pending_rows = [], 0
+
+    def close(self) -> SketchResult:
+        """Write what is pending and close the files (the Parquet file on the writer, so a
+        caller with a writer thread waits for it before reading the table)."""
+        self._flush()
+        self.submit(self.writer.close)
+        self.signatures.close()
+        self.supers.close()
+        doc_index = _joined(self.doc_ids, np.int64)
+        np.save(self.staging / "signature_docs.npy", doc_index)
+        return SketchResult(
+            doc_ids=doc_index,
+            eligible=_joined(self.eligible, bool),
+            shingle_fp=_joined(self.shingle_fp, np.int64),
+            lexical_fp=_joined(self.lexical_fp, np.int64),
+        )
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
+
+
+def sketches_in_ingest(settings: Settings) -> bool:
+    """Whether the ingest sketches each page as it makes its text: when no shingle can be
+    dropped as too common, a page's sketch needs nothing of the rest of the crawl."""
+    return not settings.max_shingle_df
+
+
 def count_common_shingles(
     staging: Path, settings: Settings, engine: LocalEngine, on_rows: Callable[[int], None]
 ) -> None:
@@ -127,53 +281,15 @@ def run_sketch(
     """Sketch every page with text; write `sketches.parquet`, `signatures.npy` and
     `supershingles.npy` into `staging` (dropping common shingles when they were counted)."""
     text_path = str(staging / "page_text.parquet")
-    meta = pq.ParquetFile(text_path).metadata
-    n_rows = meta.num_rows
-    groups = range(meta.num_row_groups)
+    groups = range(pq.ParquetFile(text_path).metadata.num_row_groups)
     common_path = staging / COMMON_FILE
     common_file = str(common_path) if common_path.exists() else None
-
-    k = settings.num_perm
-    n_ss = settings.supershingle_count if settings.has_supershingles else 0
-    signatures = _RowFile(staging / "signatures.npy", SIGNATURE_DTYPE, n_rows, k)
-    supers = _RowFile(staging / "supershingles.npy", np.int64, n_rows, n_ss)
-    doc_index = np.empty(n_rows, dtype=np.int64)
-    eligible = np.empty(n_rows, dtype=bool)
-    shingle_fp = np.empty(n_rows, dtype=np.int64)
-    lexical_fp = np.empty(n_rows, dtype=np.int64)
-    writer = pq.ParquetWriter(staging / "sketches.parquet", SKETCHES_SCHEMA, compression="zstd")
-    row = 0
+    sink = SketchSink(staging, settings)
     try:
         tasks = [(text_path, g, settings, common_file) for g in groups]
         for doc_ids, batch in engine.map(_sketch_task, tasks):
-            n = len(doc_ids)
-            part = slice(row, row + n)
-            signatures.write(row, batch.minhash)
-            if n_ss:
-                supers.write(row, batch.supershingles)
-            doc_index[part] = doc_ids
-            eligible[part] = enough_words(batch.n_tokens, batch.n_shingles, settings.min_tokens)
-            shingle_fp[part] = batch.shingle_fp
-            lexical_fp[part] = batch.lexical_fp
-            writer.write_table(
-                pa.table(
-                    {
-                        "doc_id": doc_ids,
-                        "n_tokens": batch.n_tokens,
-                        "n_shingles": batch.n_shingles,
-                        "lexical_fp": batch.lexical_fp,
-                        "shingle_fp": batch.shingle_fp,
-                    },
-                    schema=SKETCHES_SCHEMA,
-                )
-            )
-            row += n
-            on_rows(n)
+            sink.add(doc_ids, batch)
+            on_rows(len(doc_ids))
     finally:
-        writer.close()
-        signatures.close()
-        supers.close()
-    np.save(staging / "signature_docs.npy", doc_index)
-    return SketchResult(
-        doc_ids=doc_index, eligible=eligible, shingle_fp=shingle_fp, lexical_fp=lexical_fp
-    )
+        result = sink.close()
+    return result

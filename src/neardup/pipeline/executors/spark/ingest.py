@@ -125,7 +125,7 @@ def _records_of(
             handle.write(content)
         for unit in iter_record_units([local], base_url, max_payload_bytes):
             if isinstance(unit, LineBlock):  # its records take their source from it
-                yield dataclasses.replace(unit, source=path)
+                yield dataclasses.replace(unit, source=path, offset=None)  # not in `path`
             else:
                 unit.source = path
                 yield unit
@@ -273,8 +273,8 @@ def ingest_input(
         units = _records_of(path, content, base_url, settings.max_payload_bytes)
         for unit in _units(units, settings):
             batch: _BatchTables = _extract_task(
-                (unit, settings.max_payload_bytes, settings.extract_links, rule)
-            ).shifted(first)
+                (unit, settings.max_payload_bytes, settings.extract_links, rule, None)
+            ).shifted(first)  # sketched below, with the row groups the work file keeps
             first += batch.pages.num_rows
             formats.update(batch.formats)
             text_pos = np.asarray(batch.texts.column(0)) - (first - batch.pages.num_rows)
