@@ -174,13 +174,21 @@ def bucket_candidates(
     found = np.empty(0, dtype=np.int64)
     rank = _rank(docs, order)
     running: deque[Future[tuple[np.ndarray, tuple[int, int, int]]]] = deque()
+    held: list[np.ndarray] = []  # tables' pairs not merged into `found` yet
+
+    def merge() -> None:
+        nonlocal found
+        found = np.unique(np.concatenate([found, *held]))
+        held.clear()
 
     def collect() -> None:
-        nonlocal found
+        """One table's pairs, merged once the tables held outgrow what is merged (each
+        table merged alone sorted the growing set 18 times: 0.9 s at a million pages)."""
         pairs, counts = running.popleft().result()
         stats.count(*counts)
-        if pairs.size:
-            found = np.union1d(found, pairs)
+        held.append(pairs)
+        if sum(h.size for h in held) > max(found.size, 1 << 20):
+            merge()
 
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="neardup-buckets") as pool:
         for t in range(keys.shape[1]):
@@ -190,6 +198,8 @@ def bucket_candidates(
                 collect()
         while running:
             collect()
+    if held:
+        merge()
     stats.unique = int(found.size)
     return found, stats
 

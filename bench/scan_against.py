@@ -1,0 +1,171 @@
+"""A scan by this checkout against the same scan by another commit, in one window (issue 29).
+
+Runs `neardup scan INPUTS` with this checkout's code and with the code of `--before` (a
+source folder, e.g. a `git worktree` of an earlier commit: `PYTHONPATH` points the same
+interpreter and packages at it), `--runs` times each, alternating, on the same inputs and
+workers; every run's wall time and its process tree's CPU-seconds (user + system of the
+scan and every worker, psutil) and peak memory (the tree's resident memory summed). Then
+the tables of the last run of each are compared with DuckDB `EXCEPT ALL` both ways, and the
+signature matrices byte for byte: a speed-up counts only if the results are identical.
+
+    git worktree add /tmp/before ac28a7b --detach
+    .venv/bin/python bench/scan_against.py bench/out/scale/web-1000000.jsonl \\
+        --before /tmp/before/src --runs 3
+
+With `--floor`, the inputs' WARC records are also read and their HTML turned into text in
+one process (FastWARC + resiliparse: `scan_speed.html_to_text_floor`), the issue's floor.
+Prints a markdown table; writes bench/out/scan_against/NAME.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scan_speed import html_to_text_floor
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out" / "scan_against"
+TABLES = ("pages", "pairs", "containment", "clusters", "links", "page_text", "sketches")
+MATRICES = ("signatures.npy", "signature_docs.npy", "supershingles.npy")
+
+
+def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> dict:
+    """One scan in a process of its own; its wall time, tree CPU and peak memory."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules as a user's install has them
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    cmd = [sys.executable, "-m", "neardup.cli.main", "scan", *inputs, "--out", str(out)]
+    cmd += ["--force", "--quiet", "--json", "--workers", str(workers)]
+    start = time.perf_counter()
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, env=env)
+    stop, seen, peak = threading.Event(), {}, [0.0]
+    sampler = threading.Thread(target=_sample, args=(proc, stop, seen, peak))
+    sampler.start()
+    stdout, _ = proc.communicate()
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"scan failed ({proc.returncode}): {' '.join(cmd)}")
+    summary = json.loads(stdout)
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(sum(seen.values()), 2),
+        "peak_mb": round(peak[0]),
+        "stages": summary["stage_seconds"],
+        "pages": summary["records"],
+    }
+
+
+def _sample(
+    root: psutil.Process, stop: threading.Event, seen: dict[int, float], peak: list[float]
+) -> None:
+    """Each process of the tree's user + system seconds at its last sample, and the peak of
+    their summed memory, four times a second: sampling more often took CPU from the scan
+    it measures on two cores (a worker's last quarter second before it exits is missed)."""
+    while not stop.is_set():
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            break
+        rss = 0
+        for p in procs:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    rss += p.memory_info().rss
+                seen[p.pid] = t.user + t.system
+            except psutil.Error:
+                pass
+        peak[0] = max(peak[0], rss / 2**20)
+        stop.wait(0.25)
+
+
+def differences(a: Path, b: Path) -> dict[str, int]:
+    """Rows of each table in one run and not the other (EXCEPT ALL, both ways), and 1 for
+    each signature matrix that differs."""
+    con = duckdb.connect()
+    found: dict[str, int] = {}
+    for table in TABLES:
+        fa, fb = a / f"{table}.parquet", b / f"{table}.parquet"
+        if not fa.exists() and not fb.exists():
+            continue
+        ra, rb = f"read_parquet('{fa}')", f"read_parquet('{fb}')"
+        found[table] = sum(
+            con.execute(
+                f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y})"
+            ).fetchone()[0]
+            for x, y in ((ra, rb), (rb, ra))
+        )
+    for name in MATRICES:
+        x, y = np.load(a / name, mmap_mode="r"), np.load(b / name, mmap_mode="r")
+        found[name] = int(not (x.shape == y.shape and np.array_equal(x, y)))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("inputs", nargs="+")
+    parser.add_argument("--before", type=Path, help="source folder of the other code")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--floor", action="store_true", help="measure the HTML-to-text floor")
+    parser.add_argument("--name", help="results name (default: the first input's)")
+    args = parser.parse_args()
+    name = args.name or f"{Path(args.inputs[0]).name}-w{args.workers}"
+    OUT.mkdir(parents=True, exist_ok=True)
+    codes = {"now": None, **({"before": args.before} if args.before else {})}
+    runs: dict[str, list[dict]] = {code: [] for code in codes}
+    result: dict = {"inputs": args.inputs, "workers": args.workers}
+    result["load_before"] = os.getloadavg()[0]
+    if args.floor:
+        paths: list[Path] = []
+        for item in map(Path, args.inputs):
+            paths += sorted(item.glob("*.warc.gz")) if item.is_dir() else [item]
+        floor = html_to_text_floor(paths)
+        result["floor"] = {k: round(v, 2) for k, v in floor.items()}
+    for _ in range(args.runs):
+        for code, src in codes.items():
+            runs[code].append(one_scan(args.inputs, OUT / f"{name}-{code}", args.workers, src))
+    result["runs"] = runs
+    if args.before:
+        result["differences"] = differences(OUT / f"{name}-now", OUT / f"{name}-before")
+    for code in codes:
+        shutil.rmtree(OUT / f"{name}-{code}", ignore_errors=True)
+    (OUT / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"{name}: load {result['load_before']:.2f} before")
+    if args.floor:
+        f = result["floor"]
+        print(f"floor: {f['seconds']} s, {f['cpu_seconds']} CPU-s ({f['pages']} HTML pages)")
+    print("| code | wall s (median, range) | CPU-s (median) | peak MB | stages (median run) |")
+    print("|---|---|---:|---:|---|")
+    for code, rs in runs.items():
+        walls = [r["wall_s"] for r in rs]
+        mid = sorted(rs, key=lambda r: r["wall_s"])[len(rs) // 2]
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in mid["stages"].items())
+        cpu = statistics.median(r["cpu_s"] for r in rs)
+        print(
+            f"| {code} | {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) "
+            f"| {cpu:.1f} | {max(r['peak_mb'] for r in rs)} | {stages} |"
+        )
+    if args.before:
+        print("differences (rows, both ways):", json.dumps(result["differences"]))
+
+
+if __name__ == "__main__":
+    main()
