@@ -9,7 +9,7 @@
 CREATE TEMP VIEW assignments AS
 SELECT * FROM read_parquet('{staging}/assignments.parquet');
 
--- The sketch figures and min-hash values (written by `_export_sketches` in doc_id order).
+-- The sketch figures and min-hash values (written by `SketchSink`, steps/sketch.py, in doc_id order).
 CREATE VIEW sketches AS SELECT * FROM read_parquet('sketches.parquet');
 
 -- Page text, already in doc_id order as the ingest stage wrote it.
