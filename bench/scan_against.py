@@ -53,7 +53,7 @@ def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> di
     cmd += ["--force", "--quiet", "--json", "--workers", str(workers)]
     start = time.perf_counter()
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, env=env)
-    stop, seen, peak = threading.Event(), {}, [0.0]
+    stop, seen, peak = threading.Event(), {}, [0.0, 0.0]
     sampler = threading.Thread(target=_sample, args=(proc, stop, seen, peak))
     sampler.start()
     stdout, _ = proc.communicate()
@@ -67,6 +67,7 @@ def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> di
         "wall_s": round(wall, 2),
         "cpu_s": round(sum(seen.values()), 2),
         "peak_mb": round(peak[0]),
+        "peak_anon_mb": round(peak[1]),
         "stages": summary["stage_seconds"],
         "pages": summary["records"],
     }
@@ -75,25 +76,37 @@ def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> di
 def _sample(
     root: psutil.Process, stop: threading.Event, seen: dict[int, float], peak: list[float]
 ) -> None:
-    """Each process of the tree's user + system seconds at its last sample, and the peak of
-    their summed memory, four times a second: sampling more often took CPU from the scan
-    it measures on two cores (a worker's last quarter second before it exits is missed)."""
+    """Each process of the tree's user + system seconds at its last sample, and the peaks of
+    their summed resident and anonymous memory (RssAnon: the heaps and arrays, without the
+    mapped files the kernel can drop), four times a second: sampling more often took CPU
+    from the scan it measures on two cores (a worker's last quarter second is missed)."""
     while not stop.is_set():
         try:
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             break
-        rss = 0
+        rss = anon = 0
         for p in procs:
             try:
                 with p.oneshot():
                     t = p.cpu_times()
                     rss += p.memory_info().rss
+                anon += _anon_bytes(p.pid)
                 seen[p.pid] = t.user + t.system
-            except psutil.Error:
+            except (psutil.Error, OSError):
                 pass
         peak[0] = max(peak[0], rss / 2**20)
+        peak[1] = max(peak[1], anon / 2**20)
         stop.wait(0.25)
+
+
+def _anon_bytes(pid: int) -> int:
+    """A process's anonymous resident memory (RssAnon in /proc/PID/status), in bytes."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def differences(a: Path, b: Path) -> dict[str, int]:
@@ -126,6 +139,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--floor", action="store_true", help="measure the HTML-to-text floor")
     parser.add_argument("--name", help="results name (default: the first input's)")
+    parser.add_argument(
+        "--no-compare",
+        action="store_true",
+        help="remove each run's output at once, no tables compared (inputs too large to "
+        "keep two outputs on the disk)",
+    )
     args = parser.parse_args()
     name = args.name or f"{Path(args.inputs[0]).name}-w{args.workers}"
     OUT.mkdir(parents=True, exist_ok=True)
@@ -142,8 +161,10 @@ def main() -> None:
     for _ in range(args.runs):
         for code, src in codes.items():
             runs[code].append(one_scan(args.inputs, OUT / f"{name}-{code}", args.workers, src))
+            if args.no_compare:
+                shutil.rmtree(OUT / f"{name}-{code}", ignore_errors=True)
     result["runs"] = runs
-    if args.before:
+    if args.before and not args.no_compare:
         result["differences"] = differences(OUT / f"{name}-now", OUT / f"{name}-before")
     for code in codes:
         shutil.rmtree(OUT / f"{name}-{code}", ignore_errors=True)
@@ -152,7 +173,9 @@ def main() -> None:
     if args.floor:
         f = result["floor"]
         print(f"floor: {f['seconds']} s, {f['cpu_seconds']} CPU-s ({f['pages']} HTML pages)")
-    print("| code | wall s (median, range) | CPU-s (median) | peak MB | stages (median run) |")
+    print(
+        "| code | wall s (median, range) | CPU-s (median) | peak MB (anon) | stages (median run) |"
+    )
     print("|---|---|---:|---:|---|")
     for code, rs in runs.items():
         walls = [r["wall_s"] for r in rs]
@@ -161,9 +184,10 @@ def main() -> None:
         cpu = statistics.median(r["cpu_s"] for r in rs)
         print(
             f"| {code} | {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) "
-            f"| {cpu:.1f} | {max(r['peak_mb'] for r in rs)} | {stages} |"
+            f"| {cpu:.1f} | {max(r['peak_mb'] for r in rs)} "
+            f"({max(r['peak_anon_mb'] for r in rs)}) | {stages} |"
         )
-    if args.before:
+    if "differences" in result:
         print("differences (rows, both ways):", json.dumps(result["differences"]))
 
 

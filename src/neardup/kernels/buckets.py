@@ -120,7 +120,8 @@ def table_pairs(
     """Packed pairs (a << 32 | b, a < b) of documents sharing a key in one table; a large
     bucket's chain follows (`order`, doc), or doc alone without `order`."""
     docs = np.asarray(docs, dtype=np.int64)
-    pairs, counts = _ranked_pairs(keys, docs, _rank(docs, order), max_bucket_pairs)
+    rank = _rank(docs, order)
+    pairs, counts = _ranked_pairs(keys, docs[rank], rank, max_bucket_pairs)
     stats.count(*counts)
     return pairs
 
@@ -131,16 +132,17 @@ def _rank(docs: np.ndarray, order: np.ndarray | None) -> np.ndarray:
 
 
 def _ranked_pairs(
-    keys: np.ndarray, docs: np.ndarray, rank: np.ndarray, max_bucket_pairs: int
+    keys: np.ndarray, ranked_docs: np.ndarray, rank: np.ndarray, max_bucket_pairs: int
 ) -> tuple[np.ndarray, tuple[int, int, int]]:
     """One table's packed pairs and (emitted, large buckets, largest bucket): the keys
-    sorted stably over the documents in `rank` order, so that a bucket's documents follow
-    (order, doc)."""
+    sorted stably over the documents in `rank` order (`ranked_docs`, the documents in that
+    order), so that a bucket's documents follow (order, doc). At most three arrays of a
+    document each are held besides the table's keys."""
     ranked_keys = keys[rank]
     by_key = np.argsort(ranked_keys, kind="stable")
-    sorted_keys = np.ascontiguousarray(ranked_keys[by_key])
+    sorted_keys = ranked_keys[by_key]
     del ranked_keys
-    sorted_docs = np.ascontiguousarray(docs[rank[by_key]])
+    sorted_docs = ranked_docs[by_key]
     del by_key
     total, large, largest = _count_pairs(sorted_keys, max_bucket_pairs)
     out = np.empty(total, dtype=np.int64)
@@ -173,6 +175,7 @@ def bucket_candidates(
     stats = CandidateStats()
     found = np.empty(0, dtype=np.int64)
     rank = _rank(docs, order)
+    ranked_docs = docs[rank]
     running: deque[Future[tuple[np.ndarray, tuple[int, int, int]]]] = deque()
     held: list[np.ndarray] = []  # tables' pairs not merged into `found` yet
 
@@ -193,7 +196,7 @@ def bucket_candidates(
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="neardup-buckets") as pool:
         for t in range(keys.shape[1]):
             column = np.ascontiguousarray(keys[:, t])
-            running.append(pool.submit(_ranked_pairs, column, docs, rank, max_bucket_pairs))
+            running.append(pool.submit(_ranked_pairs, column, ranked_docs, rank, max_bucket_pairs))
             if len(running) >= _THREADS:
                 collect()
         while running:

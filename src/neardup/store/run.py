@@ -37,6 +37,7 @@ ORDER_BY = {
 RESTAGED = ("pairs", "containment", "links")
 INTERMEDIATE = (
     "pages_raw.parquet",
+    "sketch_columns.npy",  # steps/sketch.py's PAGE_COLUMNS
     "assignments.parquet",
     *(f"{table}.staged.parquet" for table in RESTAGED),
     "duckdb_tmp",

@@ -48,8 +48,10 @@ SKETCHES_SCHEMA = pa.schema(
         ("shingle_fp", pa.int64()),
     ]
 )
-# Rows of `sketches.parquet` per row group (64 MiB of min-hash values at K = 128).
-SKETCH_ROWS = 65536
+# Rows of `sketches.parquet` per row group: 8 MiB of min-hash values at K = 128, so the
+# few row groups waiting for the ingest's writer thread stay small (65,536 rows held 0.3 GB
+# more at 4 M pages), as the Spark engine writes its part files.
+SKETCH_ROWS = 8192
 
 
 def sketches_schema(num_perm: int) -> pa.Schema:
@@ -99,6 +101,7 @@ def _sketch_task(task: tuple[str, int, Settings, str | None]) -> tuple[np.ndarra
 
 
 COMMON_FILE = "common_shingles.npy"
+PAGE_COLUMNS = "sketch_columns.npy"  # the near stage's per-page arrays (`SketchSink`)
 
 
 class _RowFile:
@@ -192,10 +195,10 @@ class SketchSink:
         )
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
-        self.doc_ids: list[np.ndarray] = []
-        self.eligible: list[np.ndarray] = []
-        self.shingle_fp: list[np.ndarray] = []
-        self.lexical_fp: list[np.ndarray] = []
+        # Per page: doc id, eligible (0/1), shingle-set and lexical fingerprints, on disk
+        # until the near stage maps them: held in lists while the ingest's workers were
+        # alive, and joined at its end, they were 0.29 GB of the scan's peak at 4 M pages.
+        self.columns = _AppendedRows(staging / PAGE_COLUMNS, np.int64, 4)
 
     def add(self, doc_ids: np.ndarray, batch: SketchBatch) -> None:
         """The sketches of the pages `doc_ids` (increasing, after every earlier batch's)."""
@@ -205,12 +208,12 @@ class SketchSink:
         self.signatures.append(batch.minhash)
         if self.n_ss:
             self.supers.append(batch.supershingles)
-        self.doc_ids.append(np.asarray(doc_ids, np.int64))
-        self.eligible.append(
-            np.asarray(enough_words(batch.n_tokens, batch.n_shingles, self.settings.min_tokens))
+        eligible = enough_words(batch.n_tokens, batch.n_shingles, self.settings.min_tokens)
+        self.columns.append(
+            np.column_stack([doc_ids, eligible, batch.shingle_fp, batch.lexical_fp]).astype(
+                np.int64, copy=False
+            )
         )
-        self.shingle_fp.append(batch.shingle_fp)
-        self.lexical_fp.append(batch.lexical_fp)
         values = batch.minhash.astype(np.uint64).view(np.int64)
         minhash = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), self.k)
         columns = [
@@ -239,18 +242,16 @@ class SketchSink:
         self.submit(self.writer.close)
         self.signatures.close()
         self.supers.close()
-        doc_index = _joined(self.doc_ids, np.int64)
-        np.save(self.staging / "signature_docs.npy", doc_index)
+        self.columns.close()
+        columns = np.load(self.staging / PAGE_COLUMNS, mmap_mode="r")
+        docs = self.staging / "signature_docs.npy"
+        np.save(docs, columns[:, 0])
         return SketchResult(
-            doc_ids=doc_index,
-            eligible=_joined(self.eligible, bool),
-            shingle_fp=_joined(self.shingle_fp, np.int64),
-            lexical_fp=_joined(self.lexical_fp, np.int64),
+            doc_ids=np.load(docs, mmap_mode="r"),
+            eligible=columns[:, 1].astype(bool),
+            shingle_fp=columns[:, 2],
+            lexical_fp=columns[:, 3],
         )
-
-
-def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
 
 
 def sketches_in_ingest(settings: Settings) -> bool:
