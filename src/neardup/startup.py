@@ -13,8 +13,11 @@ engine they stay, since PySpark's Arrow exchange needs pandas.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Callable, Mapping
+from typing import Any
 
 PROBED_NOT_USED = ("pandas", "scipy")
 # Set for the processes a command starts (the local engine's workers read it as they start).
@@ -46,3 +49,18 @@ def in_worker() -> None:
     """A worker process's start: without the probed modules when its command is."""
     if os.environ.get(WITHOUT_PROBED_ENV):
         without_probed_modules()
+
+
+def loaded_on_first_use(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's module `__getattr__` (PEP 562) that takes each name of `homes` from its
+    module, `package.homes[name]`, when the name is first used: a package whose modules
+    are imported alone then does not load what its other modules need (DuckDB for
+    `neardup.store`, the index for `neardup.service`)."""
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{home}"), name)
+
+    return __getattr__

@@ -23,7 +23,6 @@ from neardup.pipeline.steps.near_pairs import (
     url_key,
     verified_candidates,
 )
-from neardup.pipeline.steps.sketch import _RowFile
 
 
 def _signatures(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -74,16 +73,6 @@ def test_mapped_rows_read_like_a_memory_map(tmp_path: Path) -> None:
     np.save(tmp_path / "empty.npy", np.empty((0, 6), dtype=np.int64))
     empty = MappedRows(tmp_path / "empty.npy")
     assert empty[np.array([], dtype=np.int64)].shape == (0, 6)
-
-
-def test_row_file_writes_the_same_npy_as_numpy(tmp_path: Path) -> None:
-    sig = _signatures(1001, 84)
-    out = _RowFile(tmp_path / "w.npy", np.uint32, 1001, 84)
-    for start in range(0, 1001, 300):  # batches in row order, as the sketch stage writes
-        out.write(start, sig[start : start + 300])
-    out.close()
-    np.save(tmp_path / "ref.npy", sig)
-    assert (tmp_path / "w.npy").read_bytes() == (tmp_path / "ref.npy").read_bytes()
 
 
 def test_eligible_keys_by_batches_match_all_urls_at_once(tmp_path: Path, monkeypatch) -> None:

@@ -91,9 +91,8 @@ def identity_and_host(url: str) -> tuple[str, str | None]:
         parsed = can_ada.parse(url)
     except ValueError:
         return url, None
-    href = _parsed_href(url, parsed)
-    host = _bare_host(parsed.hostname) if url else None
-    return (url if href is None else href.partition("#")[0]), host
+    href = _parsed_href(url, parsed)  # can-ada refuses an empty URL, so `url` holds one
+    return (url if href is None else href.partition("#")[0]), _bare_host(parsed.hostname)
 
 
 def normalize_url(url: str) -> str:

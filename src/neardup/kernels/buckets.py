@@ -30,7 +30,8 @@ import numpy as np
 from numba import njit
 
 _LOW32 = np.int64(0xFFFFFFFF)
-# Tables sorted at once: each holds about six arrays of 8 bytes a document while it is.
+# Tables sorted at once: each holds its keys and three arrays of 8 bytes a document while it
+# is (`_ranked_pairs`).
 _THREADS = min(2, os.cpu_count() or 1)
 
 

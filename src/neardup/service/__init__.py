@@ -7,8 +7,9 @@ open an index) does not load the index, the graph and their libraries (0.2 s).""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from neardup.startup import loaded_on_first_use
 
 if TYPE_CHECKING:
     from neardup.service.groups import elect, winner_key
@@ -82,9 +83,4 @@ _HOME = {
     "html_to_text": "updates",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"neardup.service.{home}"), name)
+__getattr__ = loaded_on_first_use(__name__, _HOME)

@@ -7,7 +7,9 @@ then does not load DuckDB, 30 ms of every `neardup add` that never opens a run."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from neardup.startup import loaded_on_first_use
 
 if TYPE_CHECKING:
     from neardup.store.run import (
@@ -34,10 +36,4 @@ __all__ = [
     "sql_path",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from neardup.store import run
-
-        return getattr(run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = loaded_on_first_use(__name__, dict.fromkeys(__all__, "run"))

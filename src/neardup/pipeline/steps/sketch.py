@@ -61,6 +61,13 @@ def sketches_schema(num_perm: int) -> pa.Schema:
     return SKETCHES_SCHEMA.append(pa.field("minhash", pa.list_(pa.int64(), num_perm)))
 
 
+def minhash_column(values: np.ndarray, num_perm: int) -> pa.FixedSizeListArray:
+    """The `minhash` column of `sketches_schema` from unsigned 32-bit min-hash values (rows
+    of `num_perm`, or the same values flat), each widened to an int64."""
+    widened = np.asarray(values, dtype=np.uint32).reshape(-1).astype(np.int64)
+    return pa.FixedSizeListArray.from_arrays(pa.array(widened), num_perm)
+
+
 @dataclass
 class SketchResult:
     """The signature rows: their documents, which may take part in near-duplicate search,
@@ -102,27 +109,6 @@ def _sketch_task(task: tuple[str, int, Settings, str | None]) -> tuple[np.ndarra
 
 COMMON_FILE = "common_shingles.npy"
 PAGE_COLUMNS = "sketch_columns.npy"  # the near stage's per-page arrays (`SketchSink`)
-
-
-class _RowFile:
-    """An (n_rows, width) `.npy` file filled in row order by file writes, so its rows never
-    sit in this process's memory (see the module doc); readers memory-map it as usual."""
-
-    def __init__(self, path: Path, dtype: type, n_rows: int, width: int) -> None:
-        header = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n_rows, width))
-        self.offset = int(header.offset)  # where the rows start, after the .npy header
-        del header  # the file now has its header and full size; nothing of it is mapped
-        self.dtype = np.dtype(dtype)
-        self.row_bytes = self.dtype.itemsize * width
-        self.file = open(path, "r+b")  # noqa: SIM115 - closed by close()
-
-    def write(self, row: int, values: np.ndarray) -> None:
-        """Rows `row`, `row + 1`, ... from `values` (n x width)."""
-        self.file.seek(self.offset + row * self.row_bytes)
-        self.file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
-
-    def close(self) -> None:
-        self.file.close()
 
 
 class _AppendedRows:
@@ -214,15 +200,13 @@ class SketchSink:
                 np.int64, copy=False
             )
         )
-        values = batch.minhash.astype(np.uint64).view(np.int64)
-        minhash = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), self.k)
         columns = [
             pa.array(doc_ids, pa.int64()),
             pa.array(batch.n_tokens, pa.int32()),
             pa.array(batch.n_shingles, pa.int32()),
             pa.array(batch.lexical_fp, pa.int64()),
             pa.array(batch.shingle_fp, pa.int64()),
-            minhash,
+            minhash_column(batch.minhash, self.k),
         ]
         self.pending.append(pa.RecordBatch.from_arrays(columns, schema=self.schema))
         self.pending_rows += n

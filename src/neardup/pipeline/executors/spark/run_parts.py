@@ -37,6 +37,8 @@ from neardup.pipeline.executors.spark.ingest import (
     _TableFile,
 )
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
+from neardup.pipeline.steps.ingest import PAGE_TEXT_SCHEMA
+from neardup.pipeline.steps.sketch import minhash_column, sketches_schema
 from neardup.store.run import PARQUET_OPTIONS, pages_sql, sql_over, sql_path
 
 RUN_PART = "part-{:05d}.parquet"  # the run's part files: name order is input order
@@ -50,17 +52,9 @@ PARTS_SCHEMA = pa.schema([pa.field("input_idx", pa.int32()), pa.field("skipped",
 
 def run_schemas(num_perm: int) -> tuple[pa.Schema, pa.Schema]:
     """The schemas of the run's `page_text` and `sketches` part files: the embedded
-    export's (the min-hash values widened to int64, a fixed-size list, as `store.run`
-    writes them)."""
-    text = pa.schema([pa.field("doc_id", pa.int64()), pa.field("text", pa.string())])
-    sketch = pa.schema(
-        [
-            pa.field("doc_id", pa.int64()),
-            *SKETCH_FIELDS[:4],
-            pa.field("minhash", pa.list_(pa.int64(), num_perm)),
-        ]
-    )
-    return text, sketch
+    engine's (`steps/ingest.py`, `steps/sketch.py`: the min-hash values widened to int64,
+    a fixed-size list)."""
+    return PAGE_TEXT_SCHEMA, sketches_schema(num_perm)
 
 
 def write_text_parts(input_idx: int, shift: int, work: Path, staging: Path, num_perm: int) -> None:
@@ -81,8 +75,7 @@ def write_text_parts(input_idx: int, shift: int, work: Path, staging: Path, num_
         for batch in source.iter_batches(batch_size=TEXT_ROWS):
             doc_id = pa.array(np.asarray(batch.column("doc_id"), dtype=np.int64) + shift)
             values = np.asarray(batch.column("minhash").values, dtype=np.int32)
-            widened = values.view(np.uint32).astype(np.int64)
-            minhash = pa.FixedSizeListArray.from_arrays(pa.array(widened), num_perm)
+            minhash = minhash_column(values.view(np.uint32), num_perm)
             text_out.write_rows([doc_id, batch.column("text")])
             sketch_out.write_rows(
                 [doc_id, *(batch.column(f.name) for f in SKETCH_FIELDS[:4]), minhash]
