@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +60,20 @@ def sketches_schema(num_perm: int) -> pa.Schema:
     list of int64 (the two's-complement view of the unsigned values, so engines without
     unsigned types read it), as the Spark engine writes it too."""
     return SKETCHES_SCHEMA.append(pa.field("minhash", pa.list_(pa.int64(), num_perm)))
+
+
+# How `sketches.parquet` is written, by both engines. The min-hash values are unsigned 32-bit
+# numbers widened to int64, so four of every value's eight bytes are zero: split by byte
+# position (Parquet's BYTE_STREAM_SPLIT) before zstd, those bytes compress to nothing and the
+# rest is not searched for matches it does not have. Measured over a million pages' sketches:
+# 1.15 against 3.18 CPU-s to write, 524 against 539 MB; DuckDB and Spark 4 read it. Random
+# 64-bit values and distinct ids get no dictionary: one is attempted and abandoned for
+# nothing (it doubled the time to write the min-hash column, and grew it).
+SKETCHES_PARQUET: dict[str, Any] = {
+    "compression": "zstd",
+    "use_dictionary": False,
+    "column_encoding": {"minhash.list.element": "BYTE_STREAM_SPLIT"},
+}
 
 
 def minhash_column(values: np.ndarray, num_perm: int) -> pa.FixedSizeListArray:
@@ -170,14 +185,9 @@ class SketchSink:
         self.staging = staging
         self.signatures = _AppendedRows(staging / "signatures.npy", SIGNATURE_DTYPE, self.k)
         self.supers = _AppendedRows(staging / "supershingles.npy", np.int64, self.n_ss)
-        # Random 64-bit values and distinct ids: a dictionary is attempted and abandoned
-        # for nothing (it doubled the time to write the min-hash column, and grew it).
         self.schema = sketches_schema(self.k)
         self.writer = pq.ParquetWriter(
-            staging / "sketches.parquet",
-            self.schema,
-            compression="zstd",
-            use_dictionary=False,
+            staging / "sketches.parquet", self.schema, **SKETCHES_PARQUET
         )
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0

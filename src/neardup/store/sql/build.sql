@@ -41,7 +41,8 @@ CREATE VIEW clusters AS SELECT * FROM read_parquet('clusters.parquet');
 -- to 10 hops to the final page. URLs meet by their identity `url_key` (ingest/urls.py
 -- `normalize_url`, the form link targets and redirect targets are written in).
 -- A WAT record's links are credited to the page of its URL, after that page's own links,
--- without repeating them.
+-- without repeating them. A run without links (a table of texts) resolves nothing: the
+-- walk over every page's fetches took 0.4 s a million pages for an empty table.
 COPY (
 WITH RECURSIVE fetches AS (
     SELECT
@@ -56,6 +57,7 @@ WITH RECURSIVE fetches AS (
     WHERE url_key IS NOT NULL
       AND record_type NOT IN ('request', 'metadata', 'warcinfo', 'revisit', 'unknown',
                               'continuation')
+      AND EXISTS (SELECT 1 FROM read_parquet('{staging}/links.staged.parquet'))
 ),
 latest AS (
     SELECT doc_id, url_key, next_key FROM fetches WHERE recency = 1

@@ -38,7 +38,7 @@ from neardup.pipeline.executors.spark.ingest import (
 )
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
 from neardup.pipeline.steps.ingest import PAGE_TEXT_SCHEMA
-from neardup.pipeline.steps.sketch import minhash_column, sketches_schema
+from neardup.pipeline.steps.sketch import SKETCHES_PARQUET, minhash_column, sketches_schema
 from neardup.store.run import PARQUET_OPTIONS, pages_sql, sql_over, sql_path
 
 RUN_PART = "part-{:05d}.parquet"  # the run's part files: name order is input order
@@ -64,12 +64,13 @@ def write_text_parts(input_idx: int, shift: int, work: Path, staging: Path, num_
     source = pq.ParquetFile(work / TEXTS / INPUT_FILE.format(input_idx))
     name = RUN_PART.format(input_idx)
     outputs = []
-    for table, schema in zip(("page_text", "sketches"), run_schemas(num_perm), strict=True):
+    options = ({"use_dictionary": False}, SKETCHES_PARQUET)
+    for table, schema, how in zip(
+        ("page_text", "sketches"), run_schemas(num_perm), options, strict=True
+    ):
         folder = staging / f"{table}.parquet"
         folder.mkdir(parents=True, exist_ok=True)
-        outputs.append(
-            _TableFile(folder, input_idx, schema, TEXT_ROWS, name=name, use_dictionary=False)
-        )
+        outputs.append(_TableFile(folder, input_idx, schema, TEXT_ROWS, name=name, **how))
     text_out, sketch_out = outputs
     with _committed(outputs):
         for batch in source.iter_batches(batch_size=TEXT_ROWS):
