@@ -1,9 +1,14 @@
 """Candidate pairs from bucket keys."""
 
+import itertools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from neardup.kernels.buckets import bucket_candidates, unpack_pairs
+from neardup.kernels.buckets import CandidateStats, bucket_candidates, table_pairs, unpack_pairs
+from neardup.kernels.sorting import _order_ties
 
 
 def pairs_of(keys, docs, max_bucket=64):
@@ -61,3 +66,43 @@ def test_large_bucket_chain_follows_the_order_key():
     packed, _ = bucket_candidates(keys, docs, 2)  # without keys: id order
     a, b = unpack_pairs(packed)
     assert sorted(zip(a.tolist(), b.tolist(), strict=True)) == [(10, 11), (11, 12), (12, 13)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=80),
+    st.integers(1, 40),
+    st.randoms(use_true_random=False),
+)
+def test_table_pairs_follow_the_order_in_every_bucket(key_choice, max_bucket, rnd):
+    """Few distinct keys (long runs of equal keys, some past the insertion-sort length):
+    one table's pairs are what a plain grouping gives, each bucket's documents taken in
+    (order, doc) order, all pairs while small, a chain when large."""
+    n = len(key_choice)
+    keys = np.array([k * 0x9E3779B97F4A7C15 % 2**61 for k in key_choice], dtype=np.int64)
+    docs = np.array(rnd.sample(range(1000), n), dtype=np.int64)
+    order = np.array([rnd.randrange(4) for _ in range(n)], dtype=np.int64)
+    stats = CandidateStats()
+    got = table_pairs(keys, docs, max_bucket, stats, order=order)
+    buckets: dict[int, list[tuple[int, int]]] = {}
+    for key, doc, o in zip(keys.tolist(), docs.tolist(), order.tolist(), strict=True):
+        buckets.setdefault(key, []).append((o, doc))
+    expected = []
+    for members in buckets.values():
+        ids = [doc for _, doc in sorted(members)]
+        if len(ids) > max_bucket:
+            links = list(itertools.pairwise(ids))
+        else:
+            links = [(ids[p], ids[q]) for p in range(len(ids)) for q in range(p + 1, len(ids))]
+        expected += [(min(a, b) << 32) | max(a, b) for a, b in links]
+    assert sorted(got.tolist()) == sorted(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=0, max_size=200))
+def test_ties_ordered_as_a_stable_sort_orders_them(values):
+    keys = np.array(values, dtype=np.int64)
+    positions = np.argsort(keys)
+    sorted_keys = keys[positions]
+    _order_ties(sorted_keys, positions)
+    assert np.array_equal(positions, np.argsort(keys, kind="stable"))

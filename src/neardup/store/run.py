@@ -156,7 +156,6 @@ def build_store(
     staging: Path,
     settings: Settings,
     workers: int,
-    memory_limit: str = "512MB",
 ) -> dict[str, Any]:
     """Write the run's tables as Parquet files in `staging` and a DuckDB database of views
     over them (build.sql); return the summary row. A staging folder whose tables are
@@ -171,7 +170,7 @@ def build_store(
     con = duckdb.connect(str(staging / DB_NAME))
     try:
         con.execute(f"SET threads = {max(1, workers)}")
-        con.execute(f"SET memory_limit = '{memory_limit}'")
+        con.execute(f"SET memory_limit = '{memory_limit()}'")
         con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
         con.execute(f"SET file_search_path = '{sql_path(staging)}'")
         sql = read_sql("build.sql").format(

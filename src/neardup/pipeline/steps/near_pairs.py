@@ -46,6 +46,7 @@ from neardup.kernels import (
 )
 from neardup.kernels.buckets import CandidateStats, bucket_candidates, unpack_pairs
 from neardup.kernels.lsh import recall_first_bands
+from neardup.kernels.sorting import lexsort_pair
 from neardup.store.rows import MappedRows
 
 # Rows per step: bounds the memory of the gathered signatures. A step of a pair chunk holds
@@ -107,8 +108,7 @@ def equivalence_classes(shingle_fp: np.ndarray, order: np.ndarray | None = None)
     if order is None:
         _, first, inverse = np.unique(fp, return_index=True, return_inverse=True)
         return first[inverse.reshape(-1)]
-    pos = np.arange(fp.size, dtype=np.int64)
-    perm = np.lexsort((pos, np.asarray(order, dtype=np.int64), fp))
+    perm = lexsort_pair(np.asarray(order, dtype=np.int64), fp)  # ties: the first
     sorted_fp = fp[perm]
     starts = np.ones(fp.size, dtype=bool)
     starts[1:] = sorted_fp[1:] != sorted_fp[:-1]
