@@ -91,7 +91,16 @@ def _count_pairs(keys: np.ndarray, max_bucket: int) -> tuple[int, int, int]:
 
 
 @njit(cache=True, nogil=True)
-def _emit_pairs(keys: np.ndarray, docs: np.ndarray, max_bucket: int, out: np.ndarray) -> None:
+def _emit_pairs(
+    keys: np.ndarray,
+    ranked_docs: np.ndarray,
+    positions: np.ndarray,
+    max_bucket: int,
+    out: np.ndarray,
+) -> None:
+    """The pairs of every bucket of the sorted `keys`; the document at sorted place p is
+    `ranked_docs[positions[p]]`, looked up only inside buckets of two or more (a gather of
+    every document cost as much as the sort, at four million)."""
     n = keys.shape[0]
     k = 0
     i = 0
@@ -102,14 +111,15 @@ def _emit_pairs(keys: np.ndarray, docs: np.ndarray, max_bucket: int, out: np.nda
         size = j - i
         if size > max_bucket:
             for p in range(i, j - 1):
-                lo, hi = min(docs[p], docs[p + 1]), max(docs[p], docs[p + 1])
-                out[k] = (lo << 32) | hi
+                a, b = ranked_docs[positions[p]], ranked_docs[positions[p + 1]]
+                out[k] = (min(a, b) << 32) | max(a, b)
                 k += 1
         elif size > 1:
             for p in range(i, j):
+                a = ranked_docs[positions[p]]
                 for q in range(p + 1, j):
-                    lo, hi = min(docs[p], docs[q]), max(docs[p], docs[q])
-                    out[k] = (lo << 32) | hi
+                    b = ranked_docs[positions[q]]
+                    out[k] = (min(a, b) << 32) | max(a, b)
                     k += 1
         i = j
 
@@ -143,11 +153,9 @@ def _ranked_pairs(
     order), so that a bucket's documents follow (order, doc). At most three arrays of a
     document each are held besides the table's keys."""
     by_key, sorted_keys = sorted_stably(keys[rank])
-    sorted_docs = ranked_docs[by_key]
-    del by_key
     total, large, largest = _count_pairs(sorted_keys, max_bucket_pairs)
     out = np.empty(total, dtype=np.int64)
-    _emit_pairs(sorted_keys, sorted_docs, max_bucket_pairs, out)
+    _emit_pairs(sorted_keys, ranked_docs, by_key, max_bucket_pairs, out)
     return out, (int(total), int(large), int(largest))
 
 
