@@ -42,7 +42,7 @@ def _order_ties(sorted_keys: np.ndarray, positions: np.ndarray) -> None:
 
 
 def sorted_stably(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(`stable_argsort(keys)`, the keys in that order), the sorted keys gathered once."""
+    """(`stable_argsort(keys)`, the keys in that order: sorted by numpy, not gathered)."""
     keys = np.asarray(keys, dtype=np.int64)
     positions = np.argsort(keys)
     sorted_keys = np.sort(keys)  # keys[positions], without a gather (5x faster at 4 M keys)
