@@ -91,8 +91,13 @@ def identity_and_host(url: str) -> tuple[str, str | None]:
         parsed = can_ada.parse(url)
     except ValueError:
         return url, None
-    href = _parsed_href(url, parsed)  # can-ada refuses an empty URL, so `url` holds one
-    return (url if href is None else href.partition("#")[0]), _bare_host(parsed.hostname)
+    return _identity(url, _parsed_href(url, parsed)), _bare_host(parsed.hostname)
+
+
+def _identity(url: str, href: str | None) -> str:
+    """A stripped URL's identity from its serialisation `href` (None: not a valid URL, which
+    is its own identity): the serialisation without its fragment."""
+    return url if href is None else href.partition("#")[0]
 
 
 def normalize_url(url: str) -> str:
@@ -102,8 +107,7 @@ def normalize_url(url: str) -> str:
     Input that is not a valid URL is returned unchanged, minus surrounding whitespace.
     """
     url = url.strip(_TRIM)
-    href = _href(url)
-    return url if href is None else href.partition("#")[0]
+    return _identity(url, _href(url))
 
 
 def resolve(base: str | None, href: str | None) -> str | None:
