@@ -54,7 +54,7 @@ def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> di
     start = time.perf_counter()
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, env=env)
     stop, seen, peak = threading.Event(), {}, [0.0, 0.0]
-    sampler = threading.Thread(target=_sample, args=(proc, stop, seen, peak))
+    sampler = threading.Thread(target=sample_tree, args=(proc, stop, seen, peak))
     sampler.start()
     stdout, _ = proc.communicate()
     wall = time.perf_counter() - start
@@ -73,13 +73,18 @@ def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> di
     }
 
 
-def _sample(
-    root: psutil.Process, stop: threading.Event, seen: dict[int, float], peak: list[float]
+def sample_tree(
+    root: psutil.Process,
+    stop: threading.Event,
+    seen: dict[int, float],
+    peak: list[float],
+    every: float = 0.25,
 ) -> None:
     """Each process of the tree's user + system seconds at its last sample, and the peaks of
     their summed resident and anonymous memory (RssAnon: the heaps and arrays, without the
-    mapped files the kernel can drop), four times a second: sampling more often took CPU
-    from the scan it measures on two cores (a worker's last quarter second is missed)."""
+    mapped files the kernel can drop), every `every` seconds: four times a second by
+    default, since sampling more often took CPU from the scan it measures on two cores (a
+    worker's last quarter second is missed)."""
     while not stop.is_set():
         try:
             procs = [root, *root.children(recursive=True)]
@@ -97,7 +102,7 @@ def _sample(
                 pass
         peak[0] = max(peak[0], rss / 2**20)
         peak[1] = max(peak[1], anon / 2**20)
-        stop.wait(0.25)
+        stop.wait(every)
 
 
 def _anon_bytes(pid: int) -> int:

@@ -29,6 +29,9 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scan_against import sample_tree
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "scan_profile"
 BIN = ROOT / ".venv" / "bin"
@@ -63,22 +66,6 @@ def kind_of(frames: list[str]) -> str:
     return "other"
 
 
-def tree_cpu(root: psutil.Process, stop: threading.Event, seen: dict[int, float]) -> None:
-    """Every process of the tree's user + system seconds, at its last sample."""
-    while not stop.is_set():
-        try:
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            break
-        for p in procs:
-            try:
-                t = p.cpu_times()
-                seen[p.pid] = t.user + t.system
-            except psutil.Error:
-                pass
-        time.sleep(0.1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("inputs", nargs="+")
@@ -97,7 +84,7 @@ def main() -> None:
     t0 = time.perf_counter()
     proc = psutil.Popen([*spy, *scan], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     stop, seen = threading.Event(), {}
-    sampler = threading.Thread(target=tree_cpu, args=(proc, stop, seen))
+    sampler = threading.Thread(target=sample_tree, args=(proc, stop, seen, [0.0, 0.0], 0.1))
     sampler.start()
     out, _ = proc.communicate()
     stop.set()
