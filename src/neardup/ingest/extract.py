@@ -27,6 +27,7 @@ from neardup.ingest import commoncrawl
 from neardup.ingest.common import sniff_kind
 from neardup.ingest.record import ExtractedPage, RawRecord
 from neardup.ingest.urls import resolve, resolver
+from neardup.kernels.tags import link_targets
 
 # pypdf reports every repairable flaw of a PDF as a logged warning; in a crawl that is noise
 # on stderr for thousands of files. Real failures still raise and become skip reasons.
@@ -207,41 +208,18 @@ def _extract_html(
         page.links = _links(payload, encoding, url)
 
 
-# Links are found by regular expressions over the raw bytes, one `findall` per page: resiliparse
-# builds a Python object per matched element (about 13 µs each, with weak-reference
-# bookkeeping), which made links cost more than parsing and text together on
-# navigation-heavy sites. The text still comes from the parsed tree. An attribute must
-# follow whitespace or a quote, so `data-href` is not `href`: the tag is read a run of
-# other characters and one such delimiter at a time, which matches what a lazy `[^>]*?`
-# with a look-behind for the delimiter matches, without trying every character.
-def _attr_pattern(tags: bytes, attr: bytes) -> re.Pattern[bytes]:
-    return re.compile(
-        rb"<(?:" + tags + rb")\s(?:[^>\s\"']*[\s\"'])*?" + attr + rb"\s*=\s*[\"']?([^\"'\s>]*)",
-        re.IGNORECASE,
-    )
-
-
-_HREF = _attr_pattern(rb"a|area", rb"href")
-_FRAME_SRC = _attr_pattern(rb"i?frame", rb"src")
-_BASE_HREF = _attr_pattern(rb"base", rb"href")
-_COMMENT = re.compile(rb"<!--.*?-->", re.DOTALL)
-
-
 def _raw_links(payload: bytes, encoding: str) -> tuple[str | None, list[str]]:
-    """(<base href>, distinct raw link targets in document order) of an HTML payload."""
-    if b"<!--" in payload:
-        payload = _COMMENT.sub(b"", payload)
-    found = _HREF.findall(payload)
-    if b"frame" in payload or b"FRAME" in payload:
-        found += _FRAME_SRC.findall(payload)
-    base = _BASE_HREF.search(payload)
+    """(<base href>, distinct raw link targets in document order) of an HTML payload: the
+    values of `a`/`area` `href`, then of `frame`/`iframe` `src`, outside comments, read by
+    one compiled pass over the bytes (`kernels.tags`; the text comes from the parsed tree)."""
+    found, base = link_targets(payload)
     hrefs: list[str] = []
     for raw in dict.fromkeys(found):  # distinct, in order, before any decoding
         if not raw or raw.startswith(b"#"):
             continue
         value = raw.decode(encoding, errors="replace")
         hrefs.append(html.unescape(value) if "&" in value else value)
-    base_href = base.group(1).decode(encoding, errors="replace") if base else None
+    base_href = base.decode(encoding, errors="replace") if base is not None else None
     return (html.unescape(base_href) if base_href and "&" in base_href else base_href), hrefs
 
 
