@@ -94,19 +94,21 @@ def to_raw_record(
     """One FastWARC record as a RawRecord; problems become a skip reason, never an exception."""
     raw = RawRecord(source=path, offset=offset, record_type="unknown")
     try:
-        _fill_warc_fields(raw, rec)
+        fields = _warc_fields(rec)
+        _fill_warc_fields(raw, fields)
         if raw.record_type == "revisit":
             raw.skipped_reason = REVISIT_REASON
             _fill_http_status(raw, rec)
-        elif commoncrawl.claims(raw.record_type, _declared_type(rec)):
-            _fill_payload(raw, rec)  # WET conversion (a page) or WAT metadata (a link source)
+        elif commoncrawl.claims(raw.record_type, _declared_type(fields)):
+            # WET conversion (a page) or WAT metadata (a link source)
+            _fill_payload(raw, rec, fields)
             commoncrawl.finish_record(raw)
         elif raw.record_type not in _PAGE_TYPES:
             raw.skipped_reason = f"not a page: {raw.record_type} record"
         elif raw.url and raw.url.lower().startswith(_NON_PAGE_SCHEMES):
             raw.skipped_reason = f"not a page: {raw.url.split(':', 1)[0].lower()} record"
         else:
-            _fill_payload(raw, rec, max_payload_bytes)
+            _fill_payload(raw, rec, fields, max_payload_bytes)
     except PayloadTooLarge:
         raw.payload = None
         raw.skipped_reason = too_large_reason(max_payload_bytes)
@@ -119,26 +121,33 @@ def to_raw_record(
     return raw
 
 
-def _fill_warc_fields(raw: RawRecord, rec: WarcRecord) -> None:
+def _warc_fields(rec: WarcRecord) -> dict[str, str]:
+    """The record's WARC header fields by lower-case name, the first of a repeated one (what
+    FastWARC's `get` answers): one pass over the header instead of a `get` a field, each of
+    which searched the whole header again (a fifth of the reading process's time for a
+    WARC's fields)."""
+    return {(k.lower() if k.isascii() else k): v for k, v in reversed(rec.headers.astuples())}
+
+
+def _fill_warc_fields(raw: RawRecord, headers: dict[str, str]) -> None:
     """Fields that come from the WARC header block alone."""
-    headers = rec.headers
-    warc_type = (headers.get("WARC-Type") or "").strip().lower()
+    warc_type = (headers.get("warc-type") or "").strip().lower()
     raw.record_type = warc_type or "unknown"
-    raw.url = _strip_brackets(headers.get("WARC-Target-URI"))
-    raw.fetched_at = iso_utc(headers.get("WARC-Date"))
-    raw.record_id = headers.get("WARC-Record-ID")
-    raw.concurrent_to = headers.get("WARC-Concurrent-To")
-    raw.ip = headers.get("WARC-IP-Address")
-    raw.payload_digest = headers.get("WARC-Payload-Digest")
+    raw.url = _strip_brackets(headers.get("warc-target-uri"))
+    raw.fetched_at = iso_utc(headers.get("warc-date"))
+    raw.record_id = headers.get("warc-record-id")
+    raw.concurrent_to = headers.get("warc-concurrent-to")
+    raw.ip = headers.get("warc-ip-address")
+    raw.payload_digest = headers.get("warc-payload-digest")
     if warc_type == "revisit":
         raw.refers_to = _strip_brackets(
-            headers.get("WARC-Refers-To-Target-URI") or headers.get("WARC-Refers-To")
+            headers.get("warc-refers-to-target-uri") or headers.get("warc-refers-to")
         )
 
 
-def _declared_type(rec: WarcRecord) -> str | None:
+def _declared_type(headers: dict[str, str]) -> str | None:
     """The record block's media type from the WARC header."""
-    return split_content_type(rec.headers.get("Content-Type"))[0]
+    return split_content_type(headers.get("content-type"))[0]
 
 
 def _strip_brackets(value: str | None) -> str | None:
@@ -161,14 +170,18 @@ def _fill_http_status(raw: RawRecord, rec: WarcRecord) -> None:
     set_redirect(raw, http.get("Location"))
 
 
-def _fill_payload(raw: RawRecord, rec: WarcRecord, cap: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
+def _fill_payload(
+    raw: RawRecord,
+    rec: WarcRecord,
+    headers: dict[str, str],
+    cap: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> None:
     """Read and decode the body of a response/resource record, checking for truncation.
 
     At most `raw_cap(cap)` bytes are read; FastWARC skips the rest of a bigger body in
     chunks when it moves to the next record.
     """
-    headers = rec.headers
-    declared = headers.get("Content-Length")
+    declared = headers.get("content-length")
     if declared is None or not declared.strip().isdigit():
         raw.skipped_reason = "unreadable record: no valid Content-Length (truncated header?)"
         return
@@ -180,7 +193,7 @@ def _fill_payload(raw: RawRecord, rec: WarcRecord, cap: int = DEFAULT_MAX_PAYLOA
         if raw.skipped_reason:
             return  # an over-long redirect target
     else:
-        raw.content_type, raw.charset = split_content_type(headers.get("Content-Type"))
+        raw.content_type, raw.charset = split_content_type(headers.get("content-type"))
     expected = rec.content_length
     body, more = read_capped(rec.reader.read, raw_cap(cap))
     if more:
@@ -188,7 +201,7 @@ def _fill_payload(raw: RawRecord, rec: WarcRecord, cap: int = DEFAULT_MAX_PAYLOA
     if len(body) < expected:
         raw.skipped_reason = f"unreadable record: truncated ({len(body)} of {expected} bytes)"
         return
-    truncated = headers.get("WARC-Truncated")
+    truncated = headers.get("warc-truncated")
     if truncated:
         raw.skipped_reason = f"truncated by the crawler ({truncated.strip()})"
         return
