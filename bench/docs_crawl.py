@@ -248,7 +248,14 @@ def host_records(plan: HostPlan, ip: str) -> list[CrawlRecord]:
     return records
 
 
-def build(out: Path, manuals: list[str], topology: str, drop_share: float, seed: int) -> dict:
+def build(
+    out: Path,
+    manuals: list[str],
+    topology: str,
+    drop_share: float,
+    seed: int,
+    layout: str = "response-first",
+) -> dict:
     """Write one WARC per host into `out` and return the topology (also in topology.json)."""
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -267,6 +274,7 @@ def build(out: Path, manuals: list[str], topology: str, drop_share: float, seed:
             warc,
             records,
             info={"description": f"{plan.release.archive} served at {plan.base}"},
+            layout=layout,
         )
         hosts.append(
             {
@@ -307,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
         "--drop-share", type=float, default=0.3, help="share of pages the partial mirror lacks"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--layout",
+        choices=("response-first", "commoncrawl"),
+        default="response-first",
+        help="record order and fields: Common Crawl's is request, response, metadata",
+    )
     args = parser.parse_args(argv)
     if not DOCS_DIR.is_dir():
         print(f"{DOCS_DIR} is absent: the docs benchmark needs the shared data", file=sys.stderr)
@@ -314,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     for old in args.out.glob("*.warc.gz"):
         old.unlink()
     started = time.perf_counter()
-    info = build(args.out, args.manuals, args.topology, args.drop_share, args.seed)
+    info = build(args.out, args.manuals, args.topology, args.drop_share, args.seed, args.layout)
     pages = sum(h["pages"] for h in info["hosts"])
     records = sum(h["warc_records"] for h in info["hosts"])
     print(

@@ -422,3 +422,37 @@ def test_docs_crawl_pages_and_links(tmp_path):
     n = dc.write_warc(tmp_path / "part.warc.gz", recs[:20])
     with (tmp_path / "part.warc.gz").open("rb") as fh:
         assert sum(1 for _ in ArchiveIterator(fh)) == n == 41
+
+
+def test_common_crawl_layout_reads_as_the_same_crawl(records, tmp_path):
+    """`write_warc(layout="commoncrawl")`: request, response, metadata per fetch, each
+    pointing at the one before, and a scan of it finds what it finds in the plain layout."""
+    import duckdb
+
+    import neardup
+    from neardup.synth.writers import write_warc
+
+    pages = [r for r in records if r.record_type == "response"][:120]
+    counts = {}
+    for layout in ("response-first", "commoncrawl"):
+        counts[layout] = write_warc(tmp_path / f"{layout}.warc.gz", pages, layout=layout)
+    assert counts == {"response-first": 1 + 2 * len(pages), "commoncrawl": 1 + 3 * len(pages)}
+    with (tmp_path / "commoncrawl.warc.gz").open("rb") as fh:
+        recs = [(r.rec_type, r.rec_headers) for r in ArchiveIterator(fh)]
+    assert [t for t, _ in recs[:7]] == ["warcinfo"] + ["request", "response", "metadata"] * 2
+    request, response, metadata = (h for _, h in recs[1:4])
+    assert response.get_header("WARC-Concurrent-To") == request.get_header("WARC-Record-ID")
+    assert metadata.get_header("WARC-Concurrent-To") == response.get_header("WARC-Record-ID")
+    assert metadata.get_header("Content-Type") == "application/warc-fields"
+
+    def clusters(layout: str) -> set[tuple[str, ...]]:
+        run = neardup.scan([tmp_path / f"{layout}.warc.gz"], tmp_path / layout, workers=1).path
+        rows = duckdb.execute(
+            f"SELECT list(url ORDER BY url) FROM read_parquet('{run}/pages.parquet') "
+            "WHERE cluster_id IS NOT NULL GROUP BY cluster_id"
+        ).fetchall()
+        return {tuple(r[0]) for r in rows}
+
+    found = clusters("response-first")
+    assert any(len(c) > 1 for c in found)
+    assert clusters("commoncrawl") == found

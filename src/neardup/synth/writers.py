@@ -152,9 +152,16 @@ def write_warc(
     pages: Iterable[CrawlRecord],
     gzip: bool = True,
     info: dict[str, str] | None = None,
+    layout: str = "response-first",
 ) -> int:
-    """Write records as a WARC/1.0 file: a warcinfo, then a response (or revisit) and its
-    request per record, linked by WARC-Concurrent-To. Returns the number of WARC records."""
+    """Write records as a WARC/1.0 file: a warcinfo, then per record a response (or revisit)
+    and its request, linked by WARC-Concurrent-To. With `layout="commoncrawl"`, Common
+    Crawl's order and fields instead: the request first, then the response (pointing at the
+    request, with WARC-Warcinfo-ID and WARC-Identified-Payload-Type), then a `metadata`
+    record of `application/warc-fields` (fetch time, detected charset) pointing at the
+    response. Returns the number of WARC records."""
+    if layout not in ("response-first", "commoncrawl"):
+        raise ValueError(f"unknown WARC layout {layout!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     records = list(pages)
@@ -179,10 +186,15 @@ def write_warc(
         )
         writer.write_record(warcinfo)
         count += 1
+        cc = layout == "commoncrawl"
+        info_id = _record_id(path.name, "warcinfo")
         for i, rec in enumerate(records):
             date = warc_date(rec.fetched_at)
             resp_id = _record_id(path.name, i, rec.url, date, rec.record_type)
+            req_id = _record_id(path.name, i, rec.url, date, "request")
             common = {"WARC-Date": date, "WARC-IP-Address": rec.ip}
+            if cc:
+                common["WARC-Warcinfo-ID"] = info_id
             if rec.record_type == "revisit":
                 if not (rec.refers_to_url and rec.refers_to_date and rec.payload_digest):
                     raise ValueError(f"revisit of {rec.url} needs refers_to_* and payload_digest")
@@ -202,7 +214,18 @@ def write_warc(
                     payload=BytesIO(rec.body),
                     length=len(rec.body),
                     http_headers=_http_response_headers(rec, len(rec.body)),
-                    warc_headers_dict={"WARC-Record-ID": resp_id, **common},
+                    warc_headers_dict={
+                        "WARC-Record-ID": resp_id,
+                        **common,
+                        **(
+                            {
+                                "WARC-Concurrent-To": req_id,
+                                "WARC-Identified-Payload-Type": rec.content_type.split(";")[0],
+                            }
+                            if cc and rec.content_type
+                            else {}
+                        ),
+                    },
                 )
             else:
                 raise ValueError(f"cannot write record type {rec.record_type!r}")
@@ -211,14 +234,33 @@ def write_warc(
                 "request",
                 http_headers=_http_request_headers(rec.url),
                 warc_headers_dict={
-                    "WARC-Record-ID": _record_id(path.name, i, rec.url, date, "request"),
-                    "WARC-Concurrent-To": resp_id,
+                    "WARC-Record-ID": req_id,
+                    **({} if cc else {"WARC-Concurrent-To": resp_id}),
                     **common,
                 },
             )
-            writer.write_record(resp)
-            writer.write_record(req)
-            count += 2
+            if not cc:
+                writer.write_record(resp)
+                writer.write_record(req)
+                count += 2
+                continue
+            fields = f"fetchTimeMs: {100 + i % 400}\r\ncharset-detected: UTF-8\r\n".encode()
+            meta = writer.create_warc_record(
+                rec.url,
+                "metadata",
+                payload=BytesIO(fields),
+                length=len(fields),
+                warc_content_type="application/warc-fields",
+                warc_headers_dict={
+                    "WARC-Record-ID": _record_id(path.name, i, rec.url, date, "metadata"),
+                    "WARC-Concurrent-To": resp_id,
+                    "WARC-Date": date,
+                    "WARC-Warcinfo-ID": info_id,
+                },
+            )
+            for record in (req, resp, meta):
+                writer.write_record(record)
+            count += 3
     return count
 
 
