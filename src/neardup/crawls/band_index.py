@@ -21,6 +21,7 @@ import numpy as np
 from neardup.crawls.signatures import CHUNK, RunSignatures, signature_agreement
 from neardup.kernels import EMPTY_VALUE, band_keys
 from neardup.kernels.lsh import BandTable, recall_first_bands
+from neardup.kernels.sorting import sorted_distinct
 from neardup.store import load_settings
 
 INDEX_KEYS = "band_keys.npy"
@@ -126,7 +127,7 @@ class BandIndex:
         out = np.empty(qi.size, dtype=np.int64)
         order = np.argsort(row, kind="stable")
         by_row = row[order]
-        distinct = np.unique(by_row)
+        distinct = sorted_distinct(by_row)
         for start in range(0, distinct.size, CHUNK):
             part = distinct[start : start + CHUNK]
             sig = self.signatures.of_docs(np.asarray(self.docs[part]))

@@ -50,6 +50,7 @@ from neardup.kernels.shingles import (
     token_hashes,
     unique_into,
 )
+from neardup.kernels.sorting import sorted_distinct
 from neardup.kernels.supershingles import supershingles as make_supershingles
 from neardup.kernels.tokens import canonicalize, canonicalize_packed, pack_arrow, pack_texts
 from neardup.kernels.wordops import padded
@@ -256,7 +257,7 @@ def sketch_text(text: str, settings: SketchParams, common: CommonShingles | None
     one against the other.
     """
     canonical = canonicalize(text)
-    shingles = np.unique(
+    shingles = sorted_distinct(
         shingle_hashes(canonical, settings.shingle_size, settings.wrap_shingles, settings.seed)
     )
     if common is not None and settings.max_shingle_df > 0 and shingles.size:

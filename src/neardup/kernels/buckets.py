@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
-from neardup.kernels.sorting import lexsort_pair, sorted_stably, stable_argsort
+from neardup.kernels.sorting import lexsort_pair, sorted_distinct, sorted_stably, stable_argsort
 
 _LOW32 = np.int64(0xFFFFFFFF)
 # Tables sorted at once: each holds its keys and three arrays of 8 bytes a document while it
@@ -190,7 +190,7 @@ def bucket_candidates(
 
     def merge() -> None:
         nonlocal found
-        found = np.unique(np.concatenate([found, *held]))
+        found = sorted_distinct(np.concatenate([found, *held]))
         held.clear()
 
     def collect() -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup.kernels.hashing import TAG_BAND, as_int64, derive_seeds, hash_row_segments
+from neardup.kernels.sorting import sorted_distinct
 
 _GRID = 2001  # integration points on [0, 1]
 
@@ -178,5 +179,5 @@ class BandTable:
         if r.min() < 0:
             raise ValueError("band table ids must be non-negative")
         span = int(r.max()) + 1
-        q, r = np.divmod(np.unique(q * span + r), span)
+        q, r = np.divmod(sorted_distinct(q * span + r), span)
         return q, r

@@ -1,4 +1,4 @@
-"""Stable sorts of int64 keys at the speed of numpy's default sort.
+"""Stable sorts of int64 keys at the speed of numpy's default sort, and distinct values.
 
 numpy's stable argsort of 64-bit keys is a merge sort (0.10 s for a million random keys,
 0.46 s for four million, here); its default argsort is a vectorised quicksort (0.02 and
@@ -7,6 +7,11 @@ permutation and sorts the positions of every run of equal keys (`_order_ties`): 
 sort's permutation exactly, whatever order the quicksort left ties in, so it is the same on
 every machine. Tie runs are short for hash keys; a long run (a bucket of many documents)
 is sorted by numpy's sort inside the kernel.
+
+`sorted_distinct` is `np.unique(values)` (no `return_*`) by a sort and one comparison of
+neighbours: numpy 2.3 and later answer that call from a hash table, which here took 1.25 s
+for 1.6 million distinct int64 values that a sort orders in 9 ms (25 µs against 3 µs for
+500 values), and the scan asks it of every page's shingles and of its whole candidate set.
 """
 
 from __future__ import annotations
@@ -42,12 +47,73 @@ def _order_ties(sorted_keys: np.ndarray, positions: np.ndarray) -> None:
 
 
 def sorted_stably(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(`stable_argsort(keys)`, the keys in that order: sorted by numpy, not gathered)."""
+    """(`stable_argsort(keys)`, the keys in that order: sorted by numpy, not gathered).
+
+    Above `_PARTITION_ABOVE` keys, the keys are first spread by their top bits into
+    partitions of about `_PARTITION_SIZE` (`_partition`: in key order, each in input order),
+    and each partition is sorted where it fits in the cache: numpy's sort of four million
+    keys took 7 times as long as that of one million, the partitioned sort 4 times."""
     keys = np.asarray(keys, dtype=np.int64)
-    positions = np.argsort(keys)
-    sorted_keys = np.sort(keys)  # keys[positions], without a gather (5x faster at 4 M keys)
+    if keys.size <= _PARTITION_ABOVE:
+        positions = np.argsort(keys)
+        sorted_keys = np.sort(keys)  # keys[positions], without a gather (5x faster at 4 M)
+    else:
+        bits = min(max(int(keys.size // _PARTITION_SIZE).bit_length(), 1), 16)
+        starts, sorted_keys, inputs = _partition(keys, bits)
+        local = np.empty(keys.size, np.int64)
+        for s, e in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True):
+            if e - s > 1:
+                local[s:e] = np.argsort(sorted_keys[s:e])
+                sorted_keys[s:e] = sorted_keys[s:e][local[s:e]]
+            else:
+                local[s:e] = 0
+        positions = _in_input(inputs, local, starts)
     _order_ties(sorted_keys, positions)
     return positions, sorted_keys
+
+
+# Keys sorted by partitions above this many (about the last level of cache in 8-byte keys
+# and positions), in partitions of about this many.
+_PARTITION_ABOVE = 1 << 21
+_PARTITION_SIZE = 1 << 15
+
+
+@njit(cache=True, nogil=True)
+def _partition(keys: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The keys spread into 2**bits partitions (1 <= bits < 64) by their top bits (signed:
+    the partitions follow in key order), each holding its keys in input order: (partition
+    starts, the keys so spread, the input position of each)."""
+    n = keys.shape[0]
+    parts = 1 << bits
+    shift = 64 - bits
+    half = parts >> 1
+    starts = np.zeros(parts + 1, np.int64)
+    for i in range(n):
+        starts[(keys[i] >> shift) + half + 1] += 1
+    for p in range(parts):
+        starts[p + 1] += starts[p]
+    fill = starts[:parts].copy()
+    spread = np.empty(n, np.int64)
+    inputs = np.empty(n, np.int64)
+    for i in range(n):
+        b = (keys[i] >> shift) + half
+        j = fill[b]
+        spread[j] = keys[i]
+        inputs[j] = i
+        fill[b] = j + 1
+    return starts, spread, inputs
+
+
+@njit(cache=True, nogil=True)
+def _in_input(inputs: np.ndarray, local: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Input positions of the partitioned sort: partition p's sorted place q holds the key
+    at `inputs[starts[p] + local[q]]`."""
+    out = np.empty(inputs.shape[0], np.int64)
+    for p in range(starts.shape[0] - 1):
+        s = starts[p]
+        for q in range(s, starts[p + 1]):
+            out[q] = inputs[s + local[q]]
+    return out
 
 
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
@@ -60,3 +126,18 @@ def lexsort_pair(minor: np.ndarray, major: np.ndarray) -> np.ndarray:
     ties in input order; two stable sorts, the minor key's first."""
     by_minor = stable_argsort(minor)
     return by_minor[stable_argsort(np.asarray(major, dtype=np.int64)[by_minor])]
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of `values` (flattened), as `np.unique(values)` gives them:
+    one NaN stands for all NaNs."""
+    ordered = np.sort(np.asarray(values).ravel())
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    if ordered.dtype.kind in "fc" and np.isnan(ordered[-1]):  # NaNs sort last, unequal
+        first_nan = int(np.searchsorted(np.isnan(ordered), True))
+        keep[first_nan + 1 :] = False
+    return ordered[keep]

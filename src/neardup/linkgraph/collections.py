@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.kernels.sorting import sorted_distinct
 from neardup.linkgraph.relational import (
     Connection,
     components,
@@ -165,7 +166,7 @@ def find_collections(con: Connection, options: CollectionOptions | None = None) 
             if step == "fold_edges.sql":  # nothing left to fold: go to the last step
                 steps[i + 1 : -1] = []
             continue
-        copy_ids = np.unique(assign["copy"])
+        copy_ids = sorted_distinct(assign["copy"])
         new_copy = components(copy_ids, joins["copy_x"], joins["copy_y"])
         assign["copy"] = new_copy[np.searchsorted(copy_ids, assign["copy"])]
         assign["comp"] = _relabel_comps(assign["comp"], assign["copy"])
@@ -202,7 +203,7 @@ def find_collections(con: Connection, options: CollectionOptions | None = None) 
 
 def _relabel_comps(comp: np.ndarray, copy: np.ndarray) -> np.ndarray:
     """Components after folding: clusters that now share a copy are one cluster."""
-    ids = np.unique(comp)
+    ids = sorted_distinct(comp)
     # link every page's old cluster to the old cluster of the first page of its copy
     order = np.argsort(copy, kind="stable")
     sorted_copy = copy[order]

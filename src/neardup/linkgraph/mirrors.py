@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rbloom import Bloom
 
+from neardup.kernels.sorting import sorted_distinct
 from neardup.linkgraph.relational import Connection, connect, query, run_sql
 
 MIRRORS_FILE = "mirrors.parquet"
@@ -120,7 +121,7 @@ def _confirm(con: Connection, pairs: pa.Table) -> dict[str, list]:
     ):
         in_a, in_b = hosts == host_a, hosts == host_b
         # only clusters the two hosts share: the denominator is host_b's shared pages
-        in_b &= np.isin(keys["cluster_id"], np.unique(keys["cluster_id"][in_a]))
+        in_b &= np.isin(keys["cluster_id"], sorted_distinct(keys["cluster_id"][in_a]))
         pages, depth = suffix_match_depth(
             keys["key"][in_a].astype(np.uint64),
             keys["key"][in_b].astype(np.uint64),

@@ -28,6 +28,7 @@ from numba import njit
 
 from neardup.kernels.hashing import U64, derive_seed, mix64
 from neardup.kernels.shingles import scratch_capacity, shingle_params, token_hashes
+from neardup.kernels.sorting import sorted_distinct
 from neardup.kernels.tokens import canonicalize_packed, pack_texts
 
 TAG_SUBDICT = 101  # seed tag of the word -> sub-dictionary hash (distinct from sketch tags)
@@ -83,7 +84,7 @@ def fine_bounds(values: np.ndarray, threshold: float) -> np.ndarray:
     1/τ and cannot be split further. Sizes 1..10 at τ = 0.8 give [1,2) [2,3) [3,4) [4,6)
     [6,8) [8,10].
     """
-    distinct = np.unique(np.asarray(values, dtype=np.float64))
+    distinct = sorted_distinct(np.asarray(values, dtype=np.float64))
     if distinct.size == 0:
         return distinct
     bounds = [distinct[0]]
@@ -113,7 +114,7 @@ def balanced_edges(values: np.ndarray, threshold: float, parts: int) -> np.ndarr
     pos = np.clip(np.searchsorted(cum, targets), 0, cum.size - 1)
     left = np.clip(pos - 1, 0, cum.size - 1)
     nearest = np.where(np.abs(cum[left] - targets) <= np.abs(cum[pos] - targets), left, pos)
-    return bounds[1:][np.unique(nearest)]
+    return bounds[1:][sorted_distinct(nearest)]
 
 
 @dataclass(frozen=True)

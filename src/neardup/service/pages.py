@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.kernels import SIGNATURE_DTYPE
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.layout import Stacked
 
@@ -422,7 +423,7 @@ class SlotRows:
         rows = self._row_of(idx)
         starts = np.array(self.starts, np.int64)
         which = starts.searchsorted(rows, "right") - 1
-        for b in np.unique(which).tolist():
+        for b in sorted_distinct(which).tolist():
             at = np.flatnonzero(which == b)
             out[at] = self.blocks[b][rows[at] - starts[b]]
         return out

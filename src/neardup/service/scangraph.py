@@ -49,6 +49,7 @@ from neardup.kernels.graph import (
     connected_components,
     core_clusters,
 )
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
 from neardup.service.band_buckets import BandBuckets
 from neardup.service.layout import RowBlocks
@@ -465,7 +466,7 @@ class ScanGraph:
         if new_slots:
             new_keys = lsh_keys(self.pages.sigs[new_slots], None, self.bands, self.rows)
         every = np.concatenate([self._keys_of(sorted(leaving)), new_keys])
-        wanted = [np.unique(every[:, t]) for t in range(self.bands)]
+        wanted = [sorted_distinct(every[:, t]) for t in range(self.bands)]
         before = self.buckets.members(wanted)
         self.buckets.remove(list(leaving))
         for s in leaving:

@@ -27,6 +27,7 @@ from neardup.kernels.graph import (
     connected_components,
     core_clusters,
 )
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near import NearResult
 from neardup.pipeline.steps.near_pairs import MappedRows
 
@@ -63,7 +64,7 @@ def _touched_graph(n: int, ea: np.ndarray, eb: np.ndarray, similarity: np.ndarra
     that keep their relative order under an increasing renumbering, so running them on
     the touched nodes alone gives the same clusters, with arrays the size of the pages
     that have a near-duplicate rather than of all pages."""
-    touched = np.unique(np.concatenate([ea, eb]))
+    touched = sorted_distinct(np.concatenate([ea, eb]))
     graph = Graph.from_edges(
         touched.size, np.searchsorted(touched, ea), np.searchsorted(touched, eb), similarity
     )

@@ -36,6 +36,7 @@ from neardup.kernels import (
     supershingle_agreement,
 )
 from neardup.kernels.buckets import CandidateStats
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.feature_pairs import feature_pairs
 from neardup.pipeline.steps.features import Features
 from neardup.pipeline.steps.near_pairs import (
@@ -106,7 +107,7 @@ def _exact_similarity(
     for doc, text in zip(
         table.column("doc_id").to_pylist(), table.column("text").to_pylist(), strict=True
     ):
-        hashes = np.unique(
+        hashes = sorted_distinct(
             shingle_hashes(
                 canonicalize(text), settings.shingle_size, settings.wrap_shingles, settings.seed
             )
@@ -163,7 +164,7 @@ def run_near(
     identity = sketched.lexical_fp if exact_only else sketched.shingle_fp
     keys_of = eligible_keys(staging, docs, sketched.shingle_fp[rows])
     class_rep = equivalence_classes(identity[rows], keys_of)
-    reps = np.unique(class_rep)
+    reps = sorted_distinct(class_rep)
     base = {"docs": docs, "rows": rows, "class_rep": class_rep, "reps": reps, "keys": keys_of}
 
     if settings.method not in ("minhash", "supershingles"):

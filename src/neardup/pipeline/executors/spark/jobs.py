@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from neardup.config import Settings, SettingsError
 from neardup.ingest.eligibility import enough_words_sql
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
 from neardup.pipeline.executors.spark.ingest import (
@@ -410,7 +411,7 @@ class SparkJobs:
         edges = self.table("edges").toArrow()
         a = edges.column("doc_a").to_numpy()
         b = edges.column("doc_b").to_numpy()
-        touched = np.unique(np.concatenate([a, b]))
+        touched = sorted_distinct(np.concatenate([a, b]))
         nodes = self._write_small(pa.table({"class_id": touched}), "graph_nodes")
         info = (
             self._class_nodes(self.table("classes").join(F.broadcast(nodes), "class_id"))

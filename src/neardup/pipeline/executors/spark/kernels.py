@@ -23,6 +23,7 @@ from neardup.kernels.graph import (
     connected_components,
     core_clusters,
 )
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
 from neardup.pipeline.steps.near_pairs import (
     by_megashingles,
@@ -204,9 +205,9 @@ def bucket_pair_batches(
     stats = CandidateStats()
     found = [
         table_pairs(key[tbl == t], doc[tbl == t], max_bucket, stats, order[tbl == t])
-        for t in np.unique(tbl)
+        for t in sorted_distinct(tbl)
     ]
-    packed = np.unique(np.concatenate(found))
+    packed = sorted_distinct(np.concatenate(found))
     a, b = unpack_pairs(packed)
     none = pa.nulls(a.size, pa.int64())
     yield pa.RecordBatch.from_arrays(

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
+from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.executors.spark.ingest import INPUT_FILE, TEXTS
 from neardup.pipeline.executors.spark.kernels import binary_rows, key_blob_batches
 
@@ -40,7 +41,7 @@ def _doc_ids_in(folder: Path, lo: int, hi: int) -> np.ndarray:
     table = pq.read_table(
         folder, columns=["doc_id"], filters=[("doc_id", ">=", lo), ("doc_id", "<", hi)]
     )
-    return np.unique(table.column("doc_id").to_numpy())
+    return sorted_distinct(table.column("doc_id").to_numpy())
 
 
 def _input_rows(
