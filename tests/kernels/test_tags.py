@@ -100,3 +100,16 @@ def test_spans_in_document_order_then_frames_and_the_first_base() -> None:
 
 def _scan(page: bytes) -> tuple[np.ndarray, np.ndarray, int, int, int]:
     return link_spans(np.frombuffer(page, np.uint8), True, True)
+
+
+def test_tags_that_never_close_are_read_once() -> None:
+    """A search that finds no value stops the scan of its kind up to where it stopped (every
+    later tag of the kind before there would search the same places): a page of unclosed
+    tags is read in one pass, where the expressions went back to every tag."""
+    small = b"<a x <base y <iframe z " * 2000
+    assert _raw_links(small + b"FRAME", "utf-8") == reference_raw_links(small + b"FRAME", "utf-8")
+    closing = small + b"<a data-href=1 href=last"
+    expected = ("last", ["last"])  # the first <base> reaches the same href
+    assert _raw_links(closing, "utf-8") == reference_raw_links(closing, "utf-8") == expected
+    big = b"<a x <base y <iframe z " * 200_000  # 4.6 MB; quadratic, this would not end
+    assert _raw_links(big + b"frame", "utf-8") == (None, [])

@@ -72,7 +72,8 @@ def _tag_at(s: np.ndarray, i: int, name: np.ndarray) -> int:
 
 @njit(cache=True, nogil=True)
 def _value_after(s: np.ndarray, q: int, attr: np.ndarray) -> tuple[int, int]:
-    """The span of `attr`'s value in the tag whose attributes start at `q`, or (-1, -1)."""
+    """The span of `attr`'s value in the tag whose attributes start at `q`; without one,
+    (-1, where the search stopped: the tag's `>` or the end)."""
     n = s.size
     while True:
         if _word_at(s, q, attr):
@@ -94,7 +95,7 @@ def _value_after(s: np.ndarray, q: int, attr: np.ndarray) -> tuple[int, int]:
         while k < n and not _delimiter(s[k]) and s[k] != _GT:
             k += 1
         if k >= n or s[k] == _GT:
-            return -1, -1
+            return -1, k
         q = k + 1
 
 
@@ -112,7 +113,10 @@ def link_spans(
     srcs = np.empty(32, np.int64)
     nh = ns = 0
     base_start = base_end = -1
-    next_href = next_src = 0  # where each findall-like scan goes on
+    # Where each findall-like scan goes on: after a value, or after a search that found
+    # none (every tag of the kind that starts before where it stopped would search the same
+    # places and find none: without this a page of `<a x` and no `>` took quadratic time).
+    next_href = next_src = next_base = 0
     look_for_base = True
     for i in range(n - 1):
         if s[i] != _LT:
@@ -122,13 +126,14 @@ def link_spans(
             hrefs, nh, next_href = _match(s, i, _A, _AREA, _HREF, hrefs, nh, next_href)
         elif (c == 102 or c == 105) and frames and i >= next_src:
             srcs, ns, next_src = _match(s, i, _IFRAME, _FRAME, _SRC, srcs, ns, next_src)
-        elif c == 98 and look_for_base:
+        elif c == 98 and look_for_base and i >= next_base:
             q = _tag_at(s, i, _BASE)
             if q >= 0:
                 a, b = _value_after(s, q, _HREF)
                 if a >= 0:
                     base_start, base_end = a, b
                     look_for_base = False
+                next_base = b
         elif comments and s[i + 1] == 33 and i + 3 < n and s[i + 2] == 45 and s[i + 3] == 45:
             return np.empty(0, np.int64), np.empty(0, np.int64), -1, -1, -1
     starts = np.empty(nh + ns, np.int64)
@@ -150,7 +155,8 @@ def _match(
     resume: int,
 ) -> tuple[np.ndarray, int, int]:
     """One step of a findall-like scan at the `<` at `i`: `<tag` or `<other` with `attr`
-    adds its value's span to `spans` and resumes the scan at the value's end."""
+    adds its value's span to `spans` and resumes the scan at the value's end; one without
+    resumes it where its search stopped."""
     q = _tag_at(s, i, tag)
     if q < 0:
         q = _tag_at(s, i, other)
@@ -158,6 +164,7 @@ def _match(
         a, b = _value_after(s, q, attr)
         if a >= 0:
             return _put(spans, count, a, b), count + 1, b
+        return spans, count, b
     return spans, count, resume
 
 
