@@ -5,16 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from neardup.config import Settings
-from neardup.kernels import Sketch, canonicalize, containment, jaccard, shingle_hashes, sketch_text
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels import (
+    Sketch,
+    canonical_shingles,
+    canonicalize,
+    containment,
+    jaccard,
+    sketch_text,
+)
 
 
 def shingle_set(text: str, settings: Settings | None = None) -> np.ndarray:
     """The sorted unique 64-bit shingle fingerprints of a raw text."""
-    s = settings or Settings()
-    return sorted_distinct(
-        shingle_hashes(canonicalize(text), s.shingle_size, s.wrap_shingles, s.seed)
-    )
+    return canonical_shingles(canonicalize(text), settings or Settings())
 
 
 def sketch(text: str, settings: Settings | None = None) -> Sketch:

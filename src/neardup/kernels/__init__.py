@@ -17,6 +17,7 @@ drop_stale_kernels(Path(__file__).parent)  # before any kernel module is importe
 from neardup.kernels.batch import (
     Sketch,
     SketchBatch,
+    canonical_shingles,
     set_fingerprint,
     sketch_arrow,
     sketch_batch,
@@ -76,6 +77,7 @@ __all__ = [
     "as_int64",
     "band_keys",
     "candidate_probability",
+    "canonical_shingles",
     "canonicalize",
     "canonicalize_batch",
     "canonicalize_packed",

@@ -40,7 +40,7 @@ from neardup.kernels.hashing import (
 )
 from neardup.kernels.minhash import SIGNATURE_DTYPE, SKETCHES, minhash_into, minhash_params
 from neardup.kernels.oph import oph_into, oph_params
-from neardup.kernels.params import SketchParams
+from neardup.kernels.params import ShingleParams, SketchParams
 from neardup.kernels.shingles import (
     scratch_capacity,
     shingle_fps,
@@ -249,6 +249,15 @@ def sketch_batch(
     return sketch_packed(*pack_texts(canonical_texts), settings, common)
 
 
+def canonical_shingles(canonical: str, settings: ShingleParams) -> np.ndarray:
+    """The sorted distinct 64-bit shingle fingerprints of one canonical text (see
+    `canonicalize`): what the one-text paths (`sketch_text`, `neardup.shingle_set`, the
+    scan's exact verification) compare."""
+    return sorted_distinct(
+        shingle_hashes(canonical, settings.shingle_size, settings.wrap_shingles, settings.seed)
+    )
+
+
 def sketch_text(text: str, settings: SketchParams, common: CommonShingles | None = None) -> Sketch:
     """Sketch one raw text, from its full sorted shingle set.
 
@@ -257,9 +266,7 @@ def sketch_text(text: str, settings: SketchParams, common: CommonShingles | None
     one against the other.
     """
     canonical = canonicalize(text)
-    shingles = sorted_distinct(
-        shingle_hashes(canonical, settings.shingle_size, settings.wrap_shingles, settings.seed)
-    )
+    shingles = canonical_shingles(canonical, settings)
     if common is not None and settings.max_shingle_df > 0 and shingles.size:
         common.check(settings)
         shingles = shingles[~common.is_common(shingles)]

@@ -30,9 +30,9 @@ import pyarrow.parquet as pq
 from neardup.config import Settings
 from neardup.kernels import (
     CommonShingles,
+    canonical_shingles,
     canonicalize,
     jaccard,
-    shingle_hashes,
     supershingle_agreement,
 )
 from neardup.kernels.buckets import CandidateStats
@@ -107,11 +107,7 @@ def _exact_similarity(
     for doc, text in zip(
         table.column("doc_id").to_pylist(), table.column("text").to_pylist(), strict=True
     ):
-        hashes = sorted_distinct(
-            shingle_hashes(
-                canonicalize(text), settings.shingle_size, settings.wrap_shingles, settings.seed
-            )
-        )
+        hashes = canonical_shingles(canonicalize(text), settings)
         if common is not None and hashes.size:
             hashes = hashes[~common.is_common(hashes)]
         sets[doc] = hashes
