@@ -46,7 +46,7 @@ def _space(c: int) -> bool:
 
 @njit(inline="always")
 def _delimiter(c: int) -> bool:
-    return c == 32 or 9 <= c <= 13 or c in (_DQUOTE, _SQUOTE)
+    return _space(c) or c in (_DQUOTE, _SQUOTE)
 
 
 @njit(inline="always")
@@ -111,61 +111,56 @@ def link_spans(
     n = s.size
     hrefs = np.empty(32, np.int64)  # start, end, start, end, ...
     srcs = np.empty(32, np.int64)
-    nh = ns = 0
-    base_start = base_end = -1
+    bases = np.empty(2, np.int64)  # the first only
+    nh = ns = nb = 0
     # Where each findall-like scan goes on: after a value, or after a search that found
     # none (every tag of the kind that starts before where it stopped would search the same
     # places and find none: without this a page of `<a x` and no `>` took quadratic time).
     next_href = next_src = next_base = 0
-    look_for_base = True
     for i in range(n - 1):
         if s[i] != _LT:
             continue
         c = s[i + 1] | 32  # most tags are none of a, area, (i)frame, base: one test
         if c == 97 and i >= next_href:
-            hrefs, nh, next_href = _match(s, i, _A, _AREA, _HREF, hrefs, nh, next_href)
+            q = _either_tag(s, i, _A, _AREA)
+            hrefs, nh, next_href = _match(s, q, _HREF, hrefs, nh, next_href)
         elif (c == 102 or c == 105) and frames and i >= next_src:
-            srcs, ns, next_src = _match(s, i, _IFRAME, _FRAME, _SRC, srcs, ns, next_src)
-        elif c == 98 and look_for_base and i >= next_base:
+            q = _either_tag(s, i, _IFRAME, _FRAME)
+            srcs, ns, next_src = _match(s, q, _SRC, srcs, ns, next_src)
+        elif c == 98 and nb == 0 and i >= next_base:
             q = _tag_at(s, i, _BASE)
-            if q >= 0:
-                a, b = _value_after(s, q, _HREF)
-                if a >= 0:
-                    base_start, base_end = a, b
-                    look_for_base = False
-                next_base = b
+            bases, nb, next_base = _match(s, q, _HREF, bases, nb, next_base)
         elif comments and s[i + 1] == 33 and i + 3 < n and s[i + 2] == 45 and s[i + 3] == 45:
             return np.empty(0, np.int64), np.empty(0, np.int64), -1, -1, -1
     starts = np.empty(nh + ns, np.int64)
     ends = np.empty(nh + ns, np.int64)
     starts[:nh], ends[:nh] = hrefs[0 : 2 * nh : 2], hrefs[1 : 2 * nh : 2]
     starts[nh:], ends[nh:] = srcs[0 : 2 * ns : 2], srcs[1 : 2 * ns : 2]
-    return starts, ends, nh, base_start, base_end
+    if nb == 0:
+        return starts, ends, nh, -1, -1
+    return starts, ends, nh, bases[0], bases[1]
+
+
+@njit(inline="always")
+def _either_tag(s: np.ndarray, i: int, tag: np.ndarray, other: np.ndarray) -> int:
+    """`_tag_at` for `<tag` or else `<other`."""
+    q = _tag_at(s, i, tag)
+    return q if q >= 0 else _tag_at(s, i, other)
 
 
 @njit(inline="always")
 def _match(
-    s: np.ndarray,
-    i: int,
-    tag: np.ndarray,
-    other: np.ndarray,
-    attr: np.ndarray,
-    spans: np.ndarray,
-    count: int,
-    resume: int,
+    s: np.ndarray, q: int, attr: np.ndarray, spans: np.ndarray, count: int, resume: int
 ) -> tuple[np.ndarray, int, int]:
-    """One step of a findall-like scan at the `<` at `i`: `<tag` or `<other` with `attr`
-    adds its value's span to `spans` and resumes the scan at the value's end; one without
-    resumes it where its search stopped."""
-    q = _tag_at(s, i, tag)
+    """One step of a findall-like scan at a tag whose attributes start at `q` (-1: no tag
+    of the kind): one with `attr` adds its value's span to `spans` and resumes the scan at
+    the value's end; one without resumes it where its search stopped."""
     if q < 0:
-        q = _tag_at(s, i, other)
-    if q >= 0:
-        a, b = _value_after(s, q, attr)
-        if a >= 0:
-            return _put(spans, count, a, b), count + 1, b
+        return spans, count, resume
+    a, b = _value_after(s, q, attr)
+    if a < 0:
         return spans, count, b
-    return spans, count, resume
+    return _put(spans, count, a, b), count + 1, b
 
 
 @njit(inline="always")
