@@ -168,6 +168,7 @@ def write_warc(
     count = 0
     with path.open("wb") as fh:
         writer = WARCWriter(fh, gzip=gzip)
+        info_id = _record_id(path.name, "warcinfo")
         first = records[0].fetched_at if records else datetime(2024, 1, 1, tzinfo=timezone.utc)
         fields = {"software": "neardup.synth", "format": "WARC File Format 1.0"}
         fields.update(info or {})
@@ -179,7 +180,7 @@ def write_warc(
             length=len(payload),
             warc_content_type="application/warc-fields",
             warc_headers_dict={
-                "WARC-Record-ID": _record_id(path.name, "warcinfo"),
+                "WARC-Record-ID": info_id,
                 "WARC-Date": warc_date(first),
                 "WARC-Filename": path.name,
             },
@@ -187,14 +188,17 @@ def write_warc(
         writer.write_record(warcinfo)
         count += 1
         cc = layout == "commoncrawl"
-        info_id = _record_id(path.name, "warcinfo")
         for i, rec in enumerate(records):
             date = warc_date(rec.fetched_at)
             resp_id = _record_id(path.name, i, rec.url, date, rec.record_type)
             req_id = _record_id(path.name, i, rec.url, date, "request")
             common = {"WARC-Date": date, "WARC-IP-Address": rec.ip}
+            cc_fields = {}  # Common Crawl's: the response points at its request
             if cc:
                 common["WARC-Warcinfo-ID"] = info_id
+                cc_fields["WARC-Concurrent-To"] = req_id
+                if rec.content_type:
+                    cc_fields["WARC-Identified-Payload-Type"] = rec.content_type.split(";")[0]
             if rec.record_type == "revisit":
                 if not (rec.refers_to_url and rec.refers_to_date and rec.payload_digest):
                     raise ValueError(f"revisit of {rec.url} needs refers_to_* and payload_digest")
@@ -214,18 +218,7 @@ def write_warc(
                     payload=BytesIO(rec.body),
                     length=len(rec.body),
                     http_headers=_http_response_headers(rec, len(rec.body)),
-                    warc_headers_dict={
-                        "WARC-Record-ID": resp_id,
-                        **common,
-                        **(
-                            {
-                                "WARC-Concurrent-To": req_id,
-                                "WARC-Identified-Payload-Type": rec.content_type.split(";")[0],
-                            }
-                            if cc and rec.content_type
-                            else {}
-                        ),
-                    },
+                    warc_headers_dict={"WARC-Record-ID": resp_id, **common, **cc_fields},
                 )
             else:
                 raise ValueError(f"cannot write record type {rec.record_type!r}")
