@@ -112,6 +112,11 @@ def main() -> None:
         print("building the base index ...", file=sys.stderr)
         timed([str(NEARDUP), "add", str(base), str(first), "--json"], log)
         first.unlink()
+    saved = json.loads((base / "manifest.json").read_text()).get("graph") or {}
+    if "pages" not in saved:  # saved by an older neardup: its first writer saves it again
+        code = "import sys; from neardup.service import ServiceIndex; "
+        code += "ServiceIndex(sys.argv[1]).close()"
+        subprocess.run([str(NEARDUP.parent / "python"), "-c", code, str(base)], check=True)
     parts = split_lines(pages, folder / "increment", keep, args.split)
     extra = engine_args(args.engine, args.master, args.spark_conf)
     runs = []

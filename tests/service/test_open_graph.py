@@ -187,11 +187,11 @@ def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_versio
     real = index_module.read_arrays
     names = []
 
-    def writer_commits_first(store_, name, arrays):
+    def writer_commits_first(store_, name, arrays, **kw):
         names.append(name)
         if len(names) == 1:  # the writer commits the new version before this mapping
             (store / "manifest.json").write_text(after)
-        return real(store_, name, arrays)
+        return real(store_, name, arrays, **kw)
 
     monkeypatch.setattr(index_module, "read_arrays", writer_commits_first)
     with ServiceIndex(store, read_only=True) as ix:

@@ -23,7 +23,7 @@ def test_colliding_keys_are_told_apart_by_the_url():
     a, b = t.add("http://a.example/x#1"), t.add("http://a.example/x#2")
     a.links_in, b.links_in = 3, 5
     t.settle()
-    t._fold()  # into the sorted keys, where the two share one key
+    t.fold()  # into the sorted keys, where the two share one key
     assert t["http://a.example/x#1"].links_in == 3
     assert t["http://a.example/x#2"].links_in == 5
     assert "http://a.example/x#3" not in t and t.get("http://a.example/x#3") is None
@@ -161,7 +161,7 @@ def test_page_rows_in_any_order_open_as_in_slot_order(n, added, rnd):
         for i in range(added):
             t.add(f"http://o.example/new/{i}")
         if rnd.random() < 0.5:
-            t._fold()
+            t.fold()
     want = urls + [f"http://o.example/new/{i}" for i in range(added)]
     picks = np.array([rnd.randrange(n + added) for _ in range(10)], np.int64)
     for t in tables:

@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import ctypes
 import gc
+import itertools
 import json
 import os
 import shutil
@@ -43,6 +44,7 @@ from neardup.config import Settings, SettingsError
 from neardup.ingest.eligibility import enough_words
 from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
+from neardup.kernels.sorting import sorted_distinct
 from neardup.service.batch import compute_batch
 from neardup.service.layout import (
     GRAPH_PREFIX,
@@ -67,11 +69,11 @@ from neardup.service.layout import (
     write_segment,
 )
 from neardup.service.lengths import LengthMap
-from neardup.service.members import GroupMembers, Winners
-from neardup.service.pages import PageRef, PageTable
+from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
+from neardup.service.pages import PAGE_ARRAYS, PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
-from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph
+from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph, saved_node_keys
 from neardup.service.storage import (
     MAX_REDIRECTS,
     SERVICE_KIND,
@@ -279,13 +281,16 @@ class ServiceIndex:
         return manifest
 
     def _load(self) -> None:
-        """Open the last committed version: the pages as columns, the scan graph's saved
-        arrays memory-mapped (`scangraph.ScanGraph`) with the pages written after them
-        replayed; an index without them (older, or never saved) builds the graph at once,
-        and a writer saves it."""
+        """Open the last committed version: the index as saved with its graph (pages,
+        groups, winners and the scan graph's arrays, memory-mapped: nothing read until a
+        batch or a lookup reads it) and the rows written after it, put in place and
+        replayed into the graph. An index saved by an older neardup (no pages beside its
+        graph) has its pages read from its segments; one without a graph builds it at
+        once. A writer then saves both, so the next opening maps them."""
         self._opened = False  # until the whole version is in memory (what `close` may save)
         manifest, state, saved = self._read_version()
-        if self.writer is not None and state.pages.column("slot").null_count:
+        at = _saved_at(manifest) if saved is not None else None  # the saved pages' version
+        if self.writer is not None and at is None and state.pages.column("slot").null_count:
             manifest, state = self._give_slots(manifest, state)
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
@@ -302,21 +307,27 @@ class ServiceIndex:
             self.bands,
             self.rows,
         )
-        # The pages as columns (`pages.PageTable`): one signature matrix, no object a page.
-        self.pages = PageTable.from_rows(
-            state.pages, state.signatures, state.dim_lengths, self.settings.num_perm, o.dims
-        )
+        saved_keys = None  # the band keys the saved graph filed the replayed nodes under
+        if saved is not None and at is not None:
+            saved_keys = self._open_saved(saved, state)
+            tail = state.pages.column("slot").to_numpy()
+        else:
+            # The pages as columns (`pages.PageTable`): one signature matrix, no object a
+            # page.
+            self.pages = PageTable.from_rows(
+                state.pages, state.signatures, state.dim_lengths, self.settings.num_perm, o.dims
+            )
+            # Which pages were written after the saved graph (to replay), by row version.
+            slot_col, version_col = state.pages.column("slot"), state.pages.column("version")
+            tail = np.empty(0, np.int64)
+            if self.graph_meta is not None and not slot_col.null_count:
+                newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
+                tail = slot_col.to_numpy()[newer]
+            # The groups and winners as arrays (`members.py`): no object a page or a group.
+            self.groups = GroupMembers(self.pages)
+            self.winners = Winners(state.groups)
         t = self.pages
         n = t.n
-        # Which pages were written after the saved graph (to replay), by the row's version.
-        slot_col, version_col = state.pages.column("slot"), state.pages.column("version")
-        tail = np.empty(0, np.int64)
-        if self.graph_meta is not None and not slot_col.null_count:
-            newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
-            tail = slot_col.to_numpy()[newer]
-        # The groups and winners as arrays (`members.py`): no object a page or a group.
-        self.groups = GroupMembers(t)
-        self.winners = Winners(state.groups)
         del state  # its columns and signatures are the table's now: freed before the graph
         for slot, target in t.redirect.items():
             self.redirects.set(t.url_at(slot), None, target)
@@ -331,13 +342,13 @@ class ServiceIndex:
                 all_slots = np.arange(n, dtype=np.int64)
                 self.scan_graph.build(all_slots[self.scan_graph.eligible(all_slots)])
             elif tail.size:
-                self.scan_graph.replay(tail)
+                self.scan_graph.replay(tail, saved_keys)
         self.graph_tail = int(tail.size)
         grid = manifest.meta.get("length_map")
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
             self.store_rows.map_rows = int(grid["rows"])
-        if self.writer is not None and self.graph_meta is None and n:
+        if self.writer is not None and n and (self.graph_meta is None or at is None):
             self._save_graph_now()
         # Arrow's allocator and glibc's heap keep what the files' tables used for their next
         # tables; an index holds none after opening, so it goes back to the system (about
@@ -348,25 +359,62 @@ class ServiceIndex:
 
     def _read_version(self) -> tuple[Manifest, Segment, dict[str, np.ndarray] | None]:
         """The last committed version, its state and its graph's arrays mapped (None: it
-        names none, or its pages have no slots yet). A writer may replace the graph folder
-        between our reading the manifest and mapping it; then the newer version is read
-        (`read_committed`)."""
+        names none, or its pages have no slots yet). Of an index saved with its pages
+        (`_saved_at`), the state is only what was written since, and the arrays hold the
+        rest. A writer may replace the graph folder between our reading the manifest and
+        mapping it; then the newer version is read (`read_committed`)."""
 
         def graph_arrays(manifest: Manifest, state: Segment) -> dict[str, np.ndarray] | None:
             name = graph_name(manifest)
-            if name is None or state.pages.column("slot").null_count:
+            saved = _saved_at(manifest) is not None
+            if name is None or (not saved and state.pages.column("slot").null_count):
                 return None
             try:
-                return read_arrays(self.store, name, GRAPH_ARRAYS)
+                names = GRAPH_ARRAYS + (PAGE_ARRAYS + GROUP_ARRAYS if saved else ())
+                return read_arrays(self.store, name, names, writable=True)
             except FileNotFoundError:
                 if read_manifest(self.store) == manifest and (self.store / name).is_dir():
                     # Still named, yet lacking a file: not arrays this neardup reads; the
                     # graph is built at once instead (and a writer saves it anew).
-                    manifest.meta.pop("graph", None)
-                    return None
+                    raise _Unreadable(name) from None
                 raise  # replaced by a writer meanwhile: the newer version is read
 
-        return read_committed(self.store, Manifest(meta=self._meta(1)), graph_arrays)
+        fallback = Manifest(meta=self._meta(1))
+        try:
+            return read_committed(self.store, fallback, graph_arrays, _saved_at)
+        except _Unreadable:
+
+            def unsaved(manifest: Manifest) -> Manifest:
+                manifest.meta.pop("graph", None)
+                return manifest
+
+            got, state, _ = read_committed(self.store, fallback, lambda m, s: unsaved(m))
+            return got, state, None
+
+    def _open_saved(self, saved: dict[str, np.ndarray], tail: Segment) -> dict[int, np.ndarray]:
+        """The pages, groups and winners as saved with the graph (maps), then the rows
+        written since put in place: a page's row, its group's members, the group rows. A
+        group that lost its last page since is no group (a merge that reached the oldest
+        segment may have dropped its deletion row). Returns the band keys the saved graph
+        filed the rewritten nodes under (`ScanGraph.replay`)."""
+        assert self.graph_meta is not None
+        o = self.options
+        t = PageTable.from_saved(
+            saved, int(self.graph_meta["pages"]), self.settings.num_perm, o.dims
+        )
+        slots = tail.pages.column("slot").to_numpy()
+        keys = saved_node_keys(self.settings, t, slots, saved["node"])
+        before = t.apply_rows(tail.pages, tail.signatures, tail.dim_lengths)
+        self.pages = t
+        self.groups = GroupMembers(t, saved)
+        self.groups.move(slots, before)
+        self.winners = Winners(tail.groups, saved)
+        for gid in sorted_distinct(before[before >= 0]).tolist():
+            if not self.groups.get(gid):
+                self.winners.pop(gid)
+        self.groups.settle()
+        self.winners.settle()
+        return keys
 
     def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
         """Save the pages of an index written before slots were kept (issue 26) once as one
@@ -393,12 +441,24 @@ class ServiceIndex:
         new folder (its overlay dropped from memory) and the old folder removed (a reader
         that mapped it keeps its mapping)."""
         _return_freed()  # the batches' freed blocks, before the save makes its own
+        with self.lock:  # what is added since is folded in, so the save only reads
+            self.pages.fold()
+            self.groups.fold()
+            self.winners.fold()
         with self._commit_lock:
             old = self.manifest
             name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
-            write_arrays(self.store, name, self.scan_graph.arrays(), hook=True)
+            n = self.pages.n
+            room = n // GRAPH_EVERY_SHARE + 1024  # for the next batches' pages
+            arrays = itertools.chain(
+                self.scan_graph.arrays(room),
+                self.pages.saved_arrays(room),
+                self.groups.saved_arrays(),
+                self.winners.saved_arrays(),
+            )
+            write_arrays(self.store, name, arrays, hook=True)
             before = self.graph_meta
-            saved: dict[str, Any] = {"name": name, "version": old.version}
+            saved: dict[str, Any] = {"name": name, "version": old.version, "pages": n}
             self.graph_meta = saved
             try:
                 new = Manifest(old.version + 1, old.segments, old.rows, self._meta(self.next_group))
@@ -414,11 +474,24 @@ class ServiceIndex:
 
     def _map_graph(self, graph: dict[str, Any]) -> None:
         """The graph mapped from its saved folder `graph` (`graph_meta` of the version it
-        was saved with), in place of the one in memory and its overlay."""
-        arrays = read_arrays(self.store, str(graph["name"]), GRAPH_ARRAYS)
-        mapped = ScanGraph(self.settings, self.pages, arrays)
+        was saved with), in place of the one in memory and its overlay; with the pages,
+        groups and winners saved beside it, those too (the state in memory is the one
+        saved), so a long-lived writer or server holds what it changed since its last
+        save, not every page it ever changed."""
+        pages_saved = "pages" in graph
+        names = GRAPH_ARRAYS + (PAGE_ARRAYS + GROUP_ARRAYS if pages_saved else ())
+        arrays = read_arrays(self.store, str(graph["name"]), names, writable=True)
+        pages, groups, winners = self.pages, self.groups, self.winners
+        if pages_saved:
+            n = int(graph["pages"])
+            pages = PageTable.from_saved(arrays, n, self.settings.num_perm, self.options.dims)
+            groups = GroupMembers(pages, arrays)
+            winners = Winners(GROUP_SCHEMA.empty_table(), arrays)
+        mapped = ScanGraph(self.settings, pages, arrays)
         with self.lock:
+            assert pages.n == self.pages.n, "the saved pages are not the ones in memory"
             mapped.verifications = self.scan_graph.verifications
+            self.pages, self.groups, self.winners = pages, groups, winners
             self.scan_graph = mapped
             self.graph_meta = graph
             self.graph_tail = 0
@@ -767,6 +840,18 @@ class ServiceIndex:
     def consistency_errors(self) -> list[str]:
         """Invariants of the last committed version (used by tests and after a crash)."""
         return invariant_errors(read_committed(self.store, self.manifest)[1])
+
+
+class _Unreadable(Exception):
+    """A graph folder the manifest names lacks a file this neardup reads."""
+
+
+def _saved_at(manifest: Manifest) -> int | None:
+    """The version whose pages, groups and winners the manifest's graph folder holds
+    beside the graph (`_save_graph_now`); None when it holds the graph only (an older
+    neardup's) or there is none."""
+    graph = manifest.meta.get("graph")
+    return None if graph is None or "pages" not in graph else int(graph["version"])
 
 
 def stored_config(meta: Mapping[str, Any]) -> tuple[Settings, ServiceOptions]:

@@ -458,14 +458,40 @@ def _newest(table: pa.Table, key: str) -> np.ndarray:
     return last.column("_row_max").to_numpy()
 
 
-def read_state(store: Path, manifest: Manifest) -> Segment:
-    """The committed state of `manifest`: every page and group once, deleted groups out."""
-    segs = [read_segment(store, name) for name in manifest.segments]
+def read_state(store: Path, manifest: Manifest, after: int | None = None) -> Segment:
+    """The committed state of `manifest`: every page and group once, deleted groups out.
+    With `after` (a saved index's version, `ServiceIndex`), only what was written since:
+    the segments that may hold a row newer than it, and of those only the page rows of a
+    later version; their group rows all, deletions included (a group row written before
+    `after` is the state the saved index holds already)."""
+    names = manifest.segments
+    if after is not None:
+        names = [name for name in names if segment_version(name) > after]
+    segs = [read_segment(store, name) for name in names]
     if not segs:
         return empty_segment(
             int(manifest.meta.get("num_perm", 0)), int(manifest.meta.get("dims", 1))
         )
-    return merged(segs, drop_deleted=True)
+    state = merged(segs, drop_deleted=after is None)
+    if after is None:
+        return state
+    version = state.pages.column("version").fill_null(0).to_numpy()
+    newer = np.flatnonzero(version > after)
+    if newer.size == version.size:
+        return state
+    return Segment(
+        _picked(state.pages, newer),
+        _rows_of(state.signatures, newer),
+        _rows_of(state.dim_lengths, newer),
+        state.groups,
+    )
+
+
+def _rows_of(m: np.ndarray | Stacked, rows: np.ndarray) -> np.ndarray | Stacked:
+    """Rows `rows` of a state's matrix, not copied."""
+    if isinstance(m, Stacked):
+        return Stacked(m.parts, m.rows[rows])
+    return Stacked([m], rows)
 
 
 T = TypeVar("T")  # what a reader reads of a version beside its state (`read_committed`)
@@ -475,16 +501,18 @@ def read_committed(
     store: Path,
     fallback: Manifest,
     also: Callable[[Manifest, Segment], T] | None = None,
+    after: Callable[[Manifest], int | None] | None = None,
 ) -> tuple[Manifest, Segment, T | None]:
     """The last committed version, its state, and what `also(manifest, state)` reads of the
     version's other files (None without it). A writer may commit a merge (or save a graph)
     and delete the files it replaced between our reading the manifest and its files; then
     the newer manifest is read (a reader never takes the writer's lock), also when `also`
-    raises FileNotFoundError. `fallback` stands for a store with none yet."""
+    raises FileNotFoundError. `fallback` stands for a store with none yet. With `after`,
+    the state is only what was written after the version it names (`read_state`)."""
     for _ in range(100):
         manifest = read_manifest(store) or fallback
         try:
-            state = read_state(store, manifest)
+            state = read_state(store, manifest, after(manifest) if after is not None else None)
             return manifest, state, also(manifest, state) if also is not None else None
         except FileNotFoundError:
             time.sleep(0.01)
@@ -545,6 +573,12 @@ def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
 
 def segment_name(version: int) -> str:
     return f"{SEG_PREFIX}{version:08d}"
+
+
+def segment_version(name: str) -> int:
+    """The newest version whose rows a segment may hold: a batch's own version, or for a
+    merge the version it started from (it merges segments named up to it)."""
+    return int(name[len(SEG_PREFIX) :].split("-")[0])
 
 
 # ------------------------------------------------------------------ the scan graph's arrays
@@ -608,14 +642,58 @@ def _save_blocks(folder: Path, rows: RowBlocks) -> None:
                 raise ValueError(f"{n} rows written of an array of {shape}")
 
 
-def read_arrays(store: Path, name: str, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The `.npy` files `names` of a folder, memory-mapped read-only: opening reads none of
-    them, and a mapping outlives the folder's removal by a writer that replaced it (a
-    folder removed before it was mapped raises FileNotFoundError)."""
+def read_arrays(
+    store: Path, name: str, names: tuple[str, ...], writable: bool = False
+) -> dict[str, np.ndarray]:
+    """The `.npy` files `names` of a folder, memory-mapped read-only (`writable`:
+    copy-on-write, what is changed goes to private pages, never to the file): opening reads
+    none of them, and a mapping outlives the folder's removal by a writer that replaced it
+    (a folder removed before it was mapped raises FileNotFoundError)."""
     folder = store / name
+    mode: Any = "c" if writable else "r"
     # Plain array views of the maps: a `np.memmap` slice is a new memmap object each time,
     # several times slower to make than a view, and lookups slice them a lot.
-    return {k: np.load(folder / f"{k}.npy", mmap_mode="r").view(np.ndarray) for k in names}
+    return {k: np.load(folder / f"{k}.npy", mmap_mode=mode).view(np.ndarray) for k in names}
+
+
+def string_blocks(prefix: str, strings: pa.Array | pa.ChunkedArray) -> RowBlocks:
+    """Strings as two `.npy` files that `mapped_strings` reads back without a copy: their
+    bytes one after the other (`PREFIX_bytes`) and where each starts (`PREFIX_offsets`,
+    one more than the strings), written a chunk at a time."""
+    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
+    chunks = [c.cast(pa.large_string()) for c in chunks if len(c)]
+    spans = [_string_span(c) for c in chunks]
+    total = sum(int(o[-1] - o[0]) for o, _ in spans)
+
+    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        yield np.zeros(1, np.int64), np.zeros(0, np.uint8)
+        at = 0
+        for offsets, data in spans:
+            yield offsets[1:] - offsets[0] + at, data
+            at += int(offsets[-1] - offsets[0])
+
+    count = sum(len(c) for c in chunks)
+    return RowBlocks(
+        {f"{prefix}_offsets": ((count + 1,), np.int64), f"{prefix}_bytes": ((total,), np.uint8)},
+        blocks(),
+    )
+
+
+def _string_span(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A large-string array's offsets (its own `len + 1`) and the bytes they span."""
+    _, offs, data = chunk.buffers()
+    offsets = np.frombuffer(offs, np.int64)[chunk.offset : chunk.offset + len(chunk) + 1]
+    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return offsets, raw[int(offsets[0]) : int(offsets[-1])]
+
+
+def mapped_strings(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    """The strings `string_blocks` wrote, over the arrays as given (maps: not read)."""
+    return pa.Array.from_buffers(
+        pa.large_string(),
+        int(offsets.size) - 1,
+        [None, pa.py_buffer(offsets), pa.py_buffer(data)],
+    )
 
 
 # ------------------------------------------------------------------ the writer lock

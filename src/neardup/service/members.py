@@ -19,10 +19,24 @@ from collections.abc import Collection, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from neardup.service.layout import RowBlocks, mapped_strings, string_blocks
 from neardup.service.pages import PageTable, one_array
 
 FOLD_SHARE = 8  # an overlay folded once it holds more than 1/FOLD_SHARE of the groups
 FOLD_AT_LEAST = 65_536  # ... and more than this many (small indexes never fold)
+
+
+# The files of saved groups and winners (`saved_arrays` of each), beside the saved graph's.
+GROUP_ARRAYS = (
+    "group_gid",
+    "group_slot",
+    "group_ids",
+    "group_sizes",
+    "winner_gid",
+    "winner_row",
+    "winner_url_offsets",
+    "winner_url_bytes",
+)
 
 
 def _fold_due(overlay: int, base: int) -> bool:
@@ -34,10 +48,41 @@ class GroupMembers:
     `values` and `items` return is read-only: change a group through `add`, `discard`,
     `pop` and assignment. A group with no page left is no group."""
 
-    def __init__(self, pages: PageTable) -> None:
-        """The groups of the page table's `group` column (the committed state)."""
+    def __init__(self, pages: PageTable, saved: dict[str, np.ndarray] | None = None) -> None:
+        """The groups of the page table's `group` column (the committed state), or the
+        arrays `saved_arrays` wrote of it (maps: not read until a group is)."""
         self._pages = pages
-        self._build()
+        if saved is None:
+            self._build()
+            return
+        self._gid, self._slot = saved["group_gid"], saved["group_slot"]
+        self._ids, self._sizes = saved["group_ids"], saved["group_sizes"]
+        self._over = {}
+        self._changing = set()
+
+    def saved_arrays(self) -> Iterator[tuple[str, np.ndarray]]:
+        """The arrays of the groups (`fold` first), for the files `GroupMembers(pages,
+        saved)` maps."""
+        assert not self._over, "fold before saving"
+        yield from (
+            ("group_gid", self._gid),
+            ("group_slot", self._slot),
+            ("group_ids", self._ids),
+            ("group_sizes", self._sizes),
+        )
+
+    def move(self, slots: np.ndarray, before: np.ndarray) -> None:
+        """Pages whose group changed since the arrays were saved (`PageTable.apply_rows`:
+        `before`, -1 for none) out of the old group and into the page table's."""
+        now = self._pages.group[slots]
+        for slot, old, new in zip(slots.tolist(), before.tolist(), now.tolist(), strict=True):
+            if old == new:
+                continue
+            url = self._pages.url_at(slot)
+            if old >= 0:
+                self.discard(old, url)
+            if new >= 0:
+                self.add(new, url)
 
     def _build(self) -> None:
         """The arrays made from the page table's `group` column, the overlay emptied."""
@@ -54,6 +99,11 @@ class GroupMembers:
         # costs 216 bytes, a tuple 48.
         self._over: dict[int, set[str] | tuple[str, ...]] = {}
         self._changing: set[int] = set()  # the groups a batch made sets of
+
+    def fold(self) -> None:
+        """The overlay folded into the arrays now (before a save)."""
+        if self._over:
+            self._build()
 
     def settle(self) -> None:
         """Between batches: fold the overlay into the arrays once it is large. The page
@@ -157,14 +207,30 @@ class Winners:
     in another order, across the chunks of several segments, was most of opening a
     million-page index (0.2 to 1 s)."""
 
-    def __init__(self, groups: pa.Table) -> None:
-        """`groups`: the committed group rows (`layout.GROUP_SCHEMA`, deleted ones out)."""
+    def __init__(self, groups: pa.Table, saved: dict[str, np.ndarray] | None = None) -> None:
+        """`groups`: the committed group rows (`layout.GROUP_SCHEMA`, deleted ones out); or,
+        with `saved` (the arrays `saved_arrays` wrote, mapped), the group rows written
+        since (a null winner: a deleted group)."""
+        self._over: dict[int, str | None] = {}  # None: the group was deleted
+        if saved is not None:
+            self._gid, self._row = saved["winner_gid"], saved["winner_row"]
+            self._url = mapped_strings(saved["winner_url_offsets"], saved["winner_url_bytes"])
+            gids = groups.column("group_id").to_pylist()
+            for gid, url in zip(gids, groups.column("winner_url").to_pylist(), strict=True):
+                self._over[gid] = url
+            return
         gid = groups.column("group_id").to_numpy()
         order = np.argsort(gid, kind="stable")
         self._gid = gid[order]
         self._row = order.astype(np.int64)
         self._url = one_array(groups.column("winner_url"))
-        self._over: dict[int, str | None] = {}  # None: the group was deleted
+
+    def saved_arrays(self) -> Iterator[tuple[str, np.ndarray] | RowBlocks]:
+        """The winners (`fold` first), for the files `Winners(groups, saved)` maps."""
+        assert not self._over, "fold before saving"
+        yield "winner_gid", self._gid
+        yield "winner_row", self._row
+        yield string_blocks("winner_url", self._url)
 
     def get(self, gid: int, default: str | None = None) -> str | None:
         if gid in self._over:
@@ -188,7 +254,12 @@ class Winners:
         """Between batches: fold the winners elected since into the arrays once they are
         many (`_fold_due`): the URLs kept filtered in their order, the new ones after
         them, one sort of the group ids."""
-        if not _fold_due(len(self._over), self._gid.size):
+        if _fold_due(len(self._over), self._gid.size):
+            self.fold()
+
+    def fold(self) -> None:
+        """The winners elected since put into the arrays now (before a save)."""
+        if not self._over:
             return
         changed = np.fromiter(self._over, np.int64, len(self._over))
         keep = ~np.isin(self._gid, changed)
@@ -197,7 +268,10 @@ class Winners:
         rows_kept[self._row[keep]] = True
         moved = np.cumsum(rows_kept) - 1  # a kept row's place among the kept rows
         urls = pa.concat_arrays(
-            [self._url.filter(pa.array(rows_kept)), pa.array([u for _, u in live], pa.string())]
+            [
+                self._url.filter(pa.array(rows_kept)),
+                pa.array([u for _, u in live], pa.string()).cast(self._url.type),
+            ]
         )
         first_new = int(rows_kept.sum())
         gid = np.concatenate([self._gid[keep], np.array([g for g, _ in live], np.int64)])

@@ -25,7 +25,7 @@ import pyarrow as pa
 from neardup.kernels import SIGNATURE_DTYPE
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import url_key
-from neardup.service.layout import Stacked
+from neardup.service.layout import RowBlocks, Stacked, mapped_strings, string_blocks
 
 _NONE = -1  # group id of a page without a group
 _SEEN_MAX = 65_536  # slots remembered from lookups, at the most
@@ -38,7 +38,8 @@ class PageTable:
     def __init__(self, num_perm: int, dims: int) -> None:
         self.num_perm, self.dims = num_perm, dims
         self.n = 0  # slots in use
-        self._urls_base: pa.Array = pa.array([], pa.string())  # slots 0 .. nb-1
+        # Slots 0 .. nb-1 (chunks once pages are folded in: never copied).
+        self._urls_base: pa.Array | pa.ChunkedArray = pa.array([], pa.string())
         # The row of `_urls_base` of each slot opened out of slot order (`from_rows`): the
         # URLs stay in the rows' order. Slots past it (and all, when None) are their row.
         self._url_row: np.ndarray | None = None
@@ -129,28 +130,8 @@ class PageTable:
         t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
         t.n = n
 
-        def at_slots(a: np.ndarray) -> np.ndarray:
-            return a if order is None else a[order]
-
-        def col(name: str, fill: int) -> np.ndarray:
-            c = rows.column(name)
-            return at_slots(c.fill_null(fill).to_numpy() if c.null_count else c.to_numpy())
-
-        def valid(name: str) -> np.ndarray:
-            c = rows.column(name)
-            return at_slots(c.is_valid().to_numpy()) if c.null_count else np.ones(n, bool)
-
-        t.group[:n] = col("group_id", _NONE)
-        t.length[:n] = col("length", 0)
-        t.has_sig[:n] = col("has_signature", False)
-        t.exact_fp[:n] = col("exact_fp", 0)
-        t.has_fp[:n] = valid("exact_fp")
-        t.links_in[:n] = col("links_in", 0)
-        t.verified[:n] = col("verified", False)
-        t.removed[:n] = col("removed", False)
-        t.shingle_fp[:n] = col("shingle_fp", 0)
-        t.has_sfp[:n] = valid("shingle_fp")
-        t.n_tokens[:n] = col("n_tokens", 0)
+        for name, value in _row_columns(rows).items():
+            getattr(t, name)[:n] = value if order is None else value[order]
         # The sketches (and length vectors) as read are the segments' own rows, not copied:
         # copy-on-write maps of their files (`layout.read_segment`), resident only once
         # read, each slot reading its row (`layout.Stacked`) where they are not in slot
@@ -163,13 +144,6 @@ class PageTable:
             t.lens.reserve(n)
         t._urls_base = one_array(rows.column("url"))
         t._url_row = order
-        keys = rows.column("page_key")
-        key = col("page_key", 0).copy()
-        if keys.null_count:
-            missing = np.flatnonzero(~valid("page_key"))
-            got = t.url_array(missing).to_pylist()
-            key[missing] = [url_key(u) for u in got]
-        t.key[:n] = key
         redirect = rows.column("redirect_to")
         if redirect.null_count < n:  # by the row's slot (`slot`; no slots: the row's place)
             has = np.flatnonzero(redirect.is_valid().to_numpy(zero_copy_only=False))
@@ -179,19 +153,111 @@ class PageTable:
             ):
                 if target:
                     t.redirect[slot] = target
-        t._fold()
+        t.fold()
         return t
+
+    # ------------------------------------------------------------ saved with the graph
+
+    def saved_arrays(self, room: int) -> Iterator[RowBlocks]:
+        """The table as the files `from_saved` maps (issue 27: an index opens without
+        reading its pages): every column and matrix by slot with `room` empty slots after
+        the pages (the next batches' pages fill them without a copy), the page keys
+        sorted, the URLs and the redirects' targets. Written a block at a time: a save
+        holds no second copy of the table. Reads only: the caller folds first (`fold`)."""
+        assert not self._urls_new and self._skeys.size == self.n, "fold before saving"
+        n = self.n
+        for name in self._COLUMNS:
+            col = getattr(self, name)
+            pad = np.full(room, _NONE if name == "group" else 0, col.dtype)
+            yield RowBlocks({f"page_{name}": ((n + room,), col.dtype)}, [(col[:n],), (pad,)])
+        for name, m in (("sigs", self.sigs), ("lens", self.lens)):
+            step = max(1, (1 << 22) // max(1, m.width))
+            parts = [(m[lo : min(lo + step, n)],) for lo in range(0, n, step)]
+            yield RowBlocks(
+                {f"page_{name}": ((n + room, m.width), m.dtype)},
+                [*parts, (np.zeros((room, m.width), m.dtype),)],
+            )
+        yield RowBlocks({"page_skeys": ((n,), np.int64)}, [(self._skeys,)])
+        yield RowBlocks({"page_sslots": ((n,), np.int64)}, [(self._sslots,)])
+        base = self._urls_base if self._url_row is None else self.url_array(np.arange(n))
+        yield string_blocks("page_url", base)
+        targets = sorted(self.redirect.items())
+        slots = np.array([s for s, _ in targets], np.int64)
+        yield RowBlocks({"page_redirect_slots": ((slots.size,), np.int64)}, [(slots,)])
+        yield string_blocks("page_redirect", pa.array([u for _, u in targets], pa.string()))
+
+    @classmethod
+    def from_saved(cls, a: dict[str, np.ndarray], n: int, num_perm: int, dims: int) -> PageTable:
+        """The table `saved_arrays` wrote for `n` pages, over its files' copy-on-write maps
+        (`layout.read_arrays`): nothing is read until a page is, and what a batch changes
+        goes to private pages, so an open index holds what its batches touch, not all of
+        its pages."""
+        t = cls(num_perm, dims)
+        for name in cls._COLUMNS:
+            setattr(t, name, a[f"page_{name}"])
+        t.cap, t.n = int(a["page_key"].size), n
+        t.sigs = SlotRows(num_perm, SIGNATURE_DTYPE, a["page_sigs"])
+        t.lens = SlotRows(dims, np.int32, a["page_lens"])
+        t._urls_base = mapped_strings(a["page_url_offsets"], a["page_url_bytes"])
+        t._skeys, t._sslots = a["page_skeys"], a["page_sslots"]
+        targets = mapped_strings(a["page_redirect_offsets"], a["page_redirect_bytes"])
+        slots = a["page_redirect_slots"].tolist()
+        t.redirect = dict(zip(slots, targets.to_pylist(), strict=True))
+        return t
+
+    def apply_rows(
+        self, rows: pa.Table, sigs: np.ndarray | Stacked, lens: np.ndarray | Stacked
+    ) -> np.ndarray:
+        """Put page rows written after the saved table (`layout.read_state` with `after`:
+        each page once, a slot each) at their slots, the new pages' after the last one;
+        returns the group each row's slot had before (-1: none, or a new page)."""
+        slots = rows.column("slot").to_numpy()
+        order = np.argsort(slots, kind="stable")
+        slots = slots[order]
+        new = slots[slots >= self.n]
+        if new.size and not np.array_equal(new, np.arange(self.n, self.n + new.size)):
+            raise ValueError("the index's page slots are not 0 .. n-1: its files are damaged")
+        before = np.full(slots.size, _NONE, np.int64)
+        known = slots < self.n
+        before[known] = self.group[slots[known]]
+        picked = rows.take(pa.array(order))
+        urls = picked.column("url").to_pylist()
+        if new.size:
+            self._grow(self.n + new.size)
+            for slot, url in zip(new.tolist(), urls[-new.size :], strict=True):
+                self._urls_new.append(url)
+                self._added[url] = slot
+            self.n += int(new.size)
+        for name, value in _row_columns(picked).items():
+            getattr(self, name)[slots] = value
+        m_sigs, m_lens = np.asarray(sigs)[order], np.asarray(lens)[order]
+        lens_fit = m_lens.shape[1:] == (self.dims,)
+        targets = picked.column("redirect_to").to_pylist()
+        for i, (slot, url, target) in enumerate(zip(slots.tolist(), urls, targets, strict=True)):
+            self.sigs[slot] = m_sigs[i]
+            self.lens[slot] = m_lens[i] if lens_fit else 0
+            if target:
+                self.redirect[slot] = target
+            else:
+                self.redirect.pop(slot, None)
+            self._seen.pop(url, None)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return before[inverse]
 
     # ------------------------------------------------------------ url <-> slot
 
-    def _fold(self) -> None:
+    def fold(self) -> None:
         """Fold the pages added since the last fold into the sorted keys (and their URLs
         into the Arrow array): then they cost no Python object either."""
         nb = len(self._urls_base)
         if self._urls_new:
-            self._urls_base = pa.concat_arrays(
-                [self._urls_base, pa.array(self._urls_new, pa.string())]
-            )
+            # A chunk more, not one array: the URLs as opened (a saved table's map) are
+            # not copied.
+            base = self._urls_base
+            chunks = base.chunks if isinstance(base, pa.ChunkedArray) else [base]
+            added = pa.array(self._urls_new, pa.string()).cast(base.type)
+            self._urls_base = pa.chunked_array([*chunks, added], base.type)
             self._urls_new = []
             self._added = {}
         # Not a stable sort: keys are equal only for URLs whose hashes collide, and a
@@ -204,8 +270,9 @@ class PageTable:
     def url_array(self, slots: np.ndarray) -> pa.Array:
         """The URLs of slots as one Arrow array (slots opened from the files or folded)."""
         if slots.size and int(slots.max()) >= len(self._urls_base):
-            self._fold()
-        return self._urls_base.take(pa.array(self._rows_of(slots)))
+            self.fold()
+        got = self._urls_base.take(pa.array(self._rows_of(slots)))
+        return got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got
 
     def _rows_of(self, slots: np.ndarray) -> np.ndarray:
         """The rows of `_urls_base` that hold the URLs of `slots` (all below its length)."""
@@ -281,7 +348,7 @@ class PageTable:
     def settle(self) -> None:
         """After a batch: fold the added pages in once they outgrow an eighth of the rest."""
         if len(self._added) * 8 > max(len(self._urls_base), FOLD_AT_LEAST * 8):
-            self._fold()
+            self.fold()
 
     # ------------------------------------------------------------ mapping
 
@@ -336,6 +403,21 @@ class PageTable:
         live = ~self.removed[: self.n]
         redirects = sum(1 for s in self.redirect if live[s])
         return int(live.sum()), redirects
+
+
+# The files of a saved page table (`PageTable.saved_arrays`), beside the saved graph's.
+PAGE_ARRAYS = (
+    *(f"page_{name}" for name in PageTable._COLUMNS),
+    "page_sigs",
+    "page_lens",
+    "page_skeys",
+    "page_sslots",
+    "page_url_offsets",
+    "page_url_bytes",
+    "page_redirect_slots",
+    "page_redirect_offsets",
+    "page_redirect_bytes",
+)
 
 
 class SlotRows:
@@ -434,6 +516,40 @@ class SlotRows:
             return
         block, i = self._at(int(slot))
         block[i] = value
+
+
+def _row_columns(rows: pa.Table) -> dict[str, np.ndarray]:
+    """The page table's columns (`PageTable._COLUMNS`) of page rows (`layout.PAGE_SCHEMA`),
+    in the rows' order; the page key of a row stored without one (older files) hashed from
+    its URL."""
+
+    def col(name: str, fill: int) -> np.ndarray:
+        c = rows.column(name)
+        return c.fill_null(fill).to_numpy() if c.null_count else c.to_numpy()
+
+    def valid(name: str) -> np.ndarray:
+        c = rows.column(name)
+        return c.is_valid().to_numpy() if c.null_count else np.ones(rows.num_rows, bool)
+
+    key = col("page_key", 0).copy()
+    missing = np.flatnonzero(~valid("page_key"))
+    if missing.size:
+        got = rows.column("url").take(pa.array(missing)).to_pylist()
+        key[missing] = [url_key(u) for u in got]
+    return {
+        "group": col("group_id", _NONE),
+        "length": col("length", 0),
+        "has_sig": col("has_signature", False),
+        "exact_fp": col("exact_fp", 0),
+        "has_fp": valid("exact_fp"),
+        "links_in": col("links_in", 0),
+        "verified": col("verified", False),
+        "removed": col("removed", False),
+        "shingle_fp": col("shingle_fp", 0),
+        "has_sfp": valid("shingle_fp"),
+        "n_tokens": col("n_tokens", 0),
+        "key": key,
+    }
 
 
 def one_array(column: pa.ChunkedArray) -> pa.Array:

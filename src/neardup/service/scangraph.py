@@ -77,12 +77,17 @@ class ScanGraph:
         self.verifications = 0  # pairs verified since the index was opened
         a = saved if saved is not None else _empty(self.bands)
         cap = max(pages.cap, a["member"].size)
-        # Per slot, in memory (10 bytes a slot): in a class, its class, a node.
-        self.member = np.zeros(cap, bool)
-        self.mfp = np.zeros(cap, np.int64)
-        self.node = np.zeros(cap, bool)
+        # Per slot (10 bytes a slot): in a class, its class, a node. Saved with room for
+        # the page table's slots (`arrays`) and mapped copy-on-write, they are the maps
+        # themselves; else copied.
         m = a["member"].size
-        self.member[:m], self.mfp[:m], self.node[:m] = a["member"], a["mfp"], a["node"]
+        if m >= cap and a["member"].flags.writeable:
+            self.member, self.mfp, self.node = a["member"], a["mfp"], a["node"]
+        else:
+            self.member = np.zeros(cap, bool)
+            self.mfp = np.zeros(cap, np.int64)
+            self.node = np.zeros(cap, bool)
+            self.member[:m], self.mfp[:m], self.node[:m] = a["member"], a["mfp"], a["node"]
         # The saved arrays (mapped) and what changed since.
         self.cls_fp, self.cls_slot = a["cls_fp"], a["cls_slot"]
         # A class changed since the save: a set while a batch changes it, then a tuple (a
@@ -273,16 +278,19 @@ class ScanGraph:
         self.adj_u, self.adj_v, self.adj_s = uu[o], vv[o].astype(np.int32), ss[o]
         self.adj_ptr = _pointers(self.adj_u, self.member.size)
 
-    def replay(self, slots: np.ndarray) -> None:
+    def replay(self, slots: np.ndarray, saved_keys: dict[int, np.ndarray] | None = None) -> None:
         """Bring graph arrays saved at an older version up to the page table: the pages
         written since (`slots`) leave the graph, and those eligible now enter it again with
         their current sketch and class, as a batch would have put them. A page already in
-        that state is taken out and put back, which leaves the same graph."""
+        that state is taken out and put back, which leaves the same graph. `saved_keys`:
+        the band keys of those that were nodes at the save, from the sketches saved with
+        it (`base_keys`), when the caller has them."""
         self._fit()
-        # Their sketches may have changed since the save: the base's own entries say which
-        # buckets the nodes among them hold.
-        based = slots[self.node[slots]]
-        for slot, keys in self.buckets.base_keys_of(based).items():
+        # Their sketches may have changed since the save: the keys they were filed under
+        # come from the sketches saved with the graph, or from the base's own entries.
+        if saved_keys is None:
+            saved_keys = self.buckets.base_keys_of(slots[self.node[slots]])
+        for slot, keys in saved_keys.items():
             self.buckets.stash(slot, keys)
         eligible = self.eligible(slots)
         gone = slots[~eligible].tolist()
@@ -329,15 +337,16 @@ class ScanGraph:
             )
         )
 
-    def arrays(self) -> Iterator[tuple[str, np.ndarray] | RowBlocks]:
+    def arrays(self, room: int = 0) -> Iterator[tuple[str, np.ndarray] | RowBlocks]:
         """The graph as base arrays with no overlay (what `graph-N/` holds): the saved
         arrays with what changed since folded in. Made one group of arrays at a time as the
         writer takes them (`layout.write_arrays`), the band index a table at a time: a save
         holds one group beside the graph, not a second copy of all of it."""
         n = self.pages.n
-        yield "member", self.member[:n]
-        yield "mfp", self.mfp[:n]
-        yield "node", self.node[:n]
+        for name in ("member", "mfp", "node"):  # with `room` slots after the pages
+            col = getattr(self, name)
+            pad = np.zeros(room, col.dtype)
+            yield RowBlocks({name: ((n + room,), col.dtype)}, [(col[:n],), (pad,)])
         yield from self._class_arrays().items()
         yield from self._pair_arrays().items()
         yield from self._edge_arrays(n).items()
@@ -673,6 +682,22 @@ def _pointers(sorted_nodes: np.ndarray, n: int) -> np.ndarray:
 
 def _cat(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray]:
     return (np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype),)
+
+
+def saved_node_keys(
+    settings: Settings, pages: PageTable, slots: np.ndarray, node: np.ndarray
+) -> dict[int, np.ndarray]:
+    """The band keys of those of `slots` that `node` (a saved graph's column) marks as
+    nodes, from the page table's sketches: read before the rows written since the save
+    replace them, these are the sketches the saved band index filed those nodes under
+    (`ScanGraph.replay`), found without a pass over the band index."""
+    inside = slots[slots < node.size]
+    based = inside[node[inside]]
+    if not based.size:
+        return {}
+    bands, rows = lsh_shape(settings)
+    keys = lsh_keys(pages.sigs[based], None, bands, rows)
+    return dict(zip(based.tolist(), keys, strict=True))
 
 
 GRAPH_ARRAYS = (  # the files of a saved graph (`ScanGraph.arrays`)
