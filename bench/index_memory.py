@@ -9,6 +9,10 @@ index's saved arrays and segments in the page cache, which the kernel can drop a
 again). With `--src`, another checkout's `src` folder runs instead (the code before).
 
     .venv/bin/python bench/index_memory.py STORE... --increment FILE... [--src DIR]
+        [--add-args '--engine spark --spark-master local[2]']
+
+(on Spark the figures are the driver's Python process: the JVM is a child it does not wait
+for, and the executors' Python workers are its children).
 
 An index an older neardup saved (no pages beside its graph) is opened once by a writer
 first (`--convert`), so the runs time increments, not that one-time save.
@@ -59,11 +63,13 @@ cli.main()
 """
 
 
-def run_add(copy: Path, increment: list[str], src: str | None, report: Path) -> dict[str, object]:
+def run_add(
+    copy: Path, increment: list[str], src: str | None, report: Path, extra: list[str]
+) -> dict[str, object]:
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = src
-    cmd = [str(PYTHON), "-c", _CHILD, str(report), "add", str(copy), *increment, "--json"]
+    cmd = [str(PYTHON), "-c", _CHILD, str(report), "add", str(copy), *increment, "--json", *extra]
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -94,6 +100,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--convert", action="store_true", help="open each index once first")
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-index-memory"))
+    parser.add_argument(
+        "--add-args", default="", help="more arguments for neardup add (--engine spark ...)"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -109,7 +118,9 @@ def main() -> None:
             subprocess.run(["cp", "-al", str(store), str(copy)], check=True)
             os.sync()
             time.sleep(1)
-            row = {"index": str(store), **run_add(copy, args.increment, args.src, args.work / "m")}
+            extra = args.add_args.split()
+            got = run_add(copy, args.increment, args.src, args.work / "m", extra)
+            row = {"index": str(store), **got}
             rows.append(row)
             print(json.dumps(row), flush=True)
         shutil.rmtree(args.work / "copy", ignore_errors=True)

@@ -476,3 +476,48 @@ def test_arrays_written_in_blocks_read_back_as_written(tmp_path):
     wide = RowBlocks({"k": ((3, 10), np.int64)}, iter([(np.zeros((1, 11), np.int64),)]))
     with pytest.raises(ValueError, match="a block of"):
         write_arrays(tmp_path, "i", [wide])
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_patched_rows_are_the_source_with_the_changed_rows_put_in(
+    tmp_path, monkeypatch, kernel_copy
+):
+    """A `PatchedRows` file is the matrix a plain write of it gives: the source file's
+    rows where unchanged, the changed and new rows from memory, zeros after; by the kernel's
+    file-to-file copy or, where the file system has none, through the process."""
+    import neardup.service.layout as layout_module
+    from neardup.service.layout import PatchedRows, read_arrays, write_arrays
+
+    rng = np.random.default_rng(1)
+    old = rng.integers(0, 2**32, size=(300, 7), dtype=np.uint32)  # 250 rows and room
+    old[250:] = 0
+    write_arrays(tmp_path, "a", [("m", old)])
+    now = old[:260].copy()
+    changed = np.array([0, 1, 2, 77, 78, 249, 252, 255], np.int64)  # runs, and the room's
+    now[changed] = rng.integers(0, 2**32, size=(changed.size, 7), dtype=np.uint32)
+    now[250:] = rng.integers(0, 2**32, size=(10, 7), dtype=np.uint32)  # new slots
+    if not kernel_copy:
+
+        def no_copy(*args):
+            raise OSError("not here")
+
+        monkeypatch.setattr(layout_module.os, "copy_file_range", no_copy)
+    patched = PatchedRows(
+        "m",
+        280,
+        7,
+        np.uint32,
+        260,
+        lambda slots: now[slots],
+        tmp_path / "a" / "m.npy",
+        250,
+        changed,
+    )
+    write_arrays(tmp_path, "b", [patched])
+    want = np.zeros((280, 7), np.uint32)
+    want[:260] = now
+    assert np.array_equal(read_arrays(tmp_path, "b", ("m",))["m"], want)
+    # Without a source every row comes from memory.
+    whole = PatchedRows("m", 280, 7, np.uint32, 260, lambda slots: now[slots])
+    write_arrays(tmp_path, "c", [whole])
+    assert np.array_equal(read_arrays(tmp_path, "c", ("m",))["m"], want)

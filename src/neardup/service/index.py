@@ -288,6 +288,9 @@ class ServiceIndex:
         graph) has its pages read from its segments; one without a graph builds it at
         once. A writer then saves both, so the next opening maps them."""
         self._opened = False  # until the whole version is in memory (what `close` may save)
+        # The slots of the page rows written since the save the page table was opened
+        # from: the rows the next save takes from memory (`PageTable.saved_arrays`).
+        self._written: list[np.ndarray] = [np.empty(0, np.int64)]
         manifest, state, saved = self._read_version()
         at = _saved_at(manifest) if saved is not None else None  # the saved pages' version
         if self.writer is not None and at is None and state.pages.column("slot").null_count:
@@ -399,10 +402,11 @@ class ServiceIndex:
         filed the rewritten nodes under (`ScanGraph.replay`)."""
         assert self.graph_meta is not None
         o = self.options
-        t = PageTable.from_saved(
-            saved, int(self.graph_meta["pages"]), self.settings.num_perm, o.dims
-        )
+        folder = self.store / str(self.graph_meta["name"])
+        pages = int(self.graph_meta["pages"])
+        t = PageTable.from_saved(saved, pages, self.settings.num_perm, o.dims, folder)
         slots = tail.pages.column("slot").to_numpy()
+        self._written = [slots]  # rows that differ from the save's (`_save_graph_now`)
         keys = saved_node_keys(self.settings, t, slots, saved["node"])
         before = t.apply_rows(tail.pages, tail.signatures, tail.dim_lengths)
         self.pages = t
@@ -452,7 +456,7 @@ class ServiceIndex:
             room = n // GRAPH_EVERY_SHARE + 1024  # for the next batches' pages
             arrays = itertools.chain(
                 self.scan_graph.arrays(room),
-                self.pages.saved_arrays(room),
+                self.pages.saved_arrays(room, sorted_distinct(np.concatenate(self._written))),
                 self.groups.saved_arrays(),
                 self.winners.saved_arrays(),
             )
@@ -484,7 +488,9 @@ class ServiceIndex:
         pages, groups, winners = self.pages, self.groups, self.winners
         if pages_saved:
             n = int(graph["pages"])
-            pages = PageTable.from_saved(arrays, n, self.settings.num_perm, self.options.dims)
+            folder = self.store / str(graph["name"])
+            dims = self.options.dims
+            pages = PageTable.from_saved(arrays, n, self.settings.num_perm, dims, folder)
             groups = GroupMembers(pages, arrays)
             winners = Winners(GROUP_SCHEMA.empty_table(), arrays)
         mapped = ScanGraph(self.settings, pages, arrays)
@@ -495,6 +501,7 @@ class ServiceIndex:
             self.scan_graph = mapped
             self.graph_meta = graph
             self.graph_tail = 0
+            self._written = [np.empty(0, np.int64)]
 
     def follow(self, prepared: PreparedBatch, graph: dict[str, Any] | None) -> None:
         """Apply in memory a batch that another copy of this index (the writer, in this
@@ -775,6 +782,7 @@ class ServiceIndex:
                 self.pages, self.groups, self.winners, dirty, groups, dropped, version
             )
             self.graph_tail += seg.pages.num_rows
+            self._written.append(seg.pages.column("slot").to_numpy())
             name = segment_name(version)
             write_segment(self.store, name, seg, hook=True)
             new = Manifest(

@@ -181,9 +181,13 @@ class GroupMembers:
         return self._ids[~np.isin(self._ids, changed)]
 
     def count(self, at_least: int = 1) -> int:
-        """Groups of at least `at_least` pages, counted without listing them."""
-        keep = np.isin(self._ids, self._base_ids())
-        base = int((self._sizes[keep] >= at_least).sum())
+        """Groups of at least `at_least` pages, counted without listing them (nor
+        copying the arrays: one flag a group)."""
+        enough = self._sizes >= at_least
+        if self._over:  # the groups changed since: counted from the overlay instead
+            changed = np.fromiter(self._over, np.int64, len(self._over))
+            enough &= ~np.isin(self._ids, changed)
+        base = int(np.count_nonzero(enough))
         return base + sum(1 for m in self._over.values() if len(m) >= max(at_least, 1))
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +26,13 @@ import pyarrow as pa
 from neardup.kernels import SIGNATURE_DTYPE
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import url_key
-from neardup.service.layout import RowBlocks, Stacked, mapped_strings, string_blocks
+from neardup.service.layout import (
+    PatchedRows,
+    RowBlocks,
+    Stacked,
+    mapped_strings,
+    string_blocks,
+)
 
 _NONE = -1  # group id of a page without a group
 _SEEN_MAX = 65_536  # slots remembered from lookups, at the most
@@ -52,6 +59,9 @@ class PageTable:
         # rows it writes), and the next batches of a crawl touch many of them again.
         self._seen: dict[str, int] = {}
         self.redirect: dict[int, str] = {}  # slot -> target, for the few redirecting pages
+        # The save this table was opened from (its folder, its pages), whose files the next
+        # save copies the unchanged sketches from; None: not opened from one.
+        self.saved_from: tuple[Path, int] | None = None
         self._alloc(0)
 
     # ------------------------------------------------------------ columns
@@ -158,12 +168,15 @@ class PageTable:
 
     # ------------------------------------------------------------ saved with the graph
 
-    def saved_arrays(self, room: int) -> Iterator[RowBlocks]:
+    def saved_arrays(self, room: int, changed: np.ndarray) -> Iterator[RowBlocks | PatchedRows]:
         """The table as the files `from_saved` maps (issue 27: an index opens without
         reading its pages): every column and matrix by slot with `room` empty slots after
         the pages (the next batches' pages fill them without a copy), the page keys
         sorted, the URLs and the redirects' targets. Written a block at a time: a save
-        holds no second copy of the table. Reads only: the caller folds first (`fold`)."""
+        holds no second copy of the table. The sketches and length vectors of a table
+        opened from a save are that save's files with the rows of the `changed` slots (the
+        slots written since, ascending) and the new ones put in, the rest copied file to
+        file. Reads only: the caller folds first (`fold`)."""
         assert not self._urls_new and self._skeys.size == self.n, "fold before saving"
         n = self.n
         for name in self._COLUMNS:
@@ -171,11 +184,19 @@ class PageTable:
             pad = np.full(room, _NONE if name == "group" else 0, col.dtype)
             yield RowBlocks({f"page_{name}": ((n + room,), col.dtype)}, [(col[:n],), (pad,)])
         for name, m in (("sigs", self.sigs), ("lens", self.lens)):
-            step = max(1, (1 << 22) // max(1, m.width))
-            parts = [(m[lo : min(lo + step, n)],) for lo in range(0, n, step)]
-            yield RowBlocks(
-                {f"page_{name}": ((n + room, m.width), m.dtype)},
-                [*parts, (np.zeros((room, m.width), m.dtype),)],
+            source, source_rows = None, 0
+            if self.saved_from is not None:
+                source, source_rows = self.saved_from[0] / f"page_{name}.npy", self.saved_from[1]
+            yield PatchedRows(
+                f"page_{name}",
+                n + room,
+                m.width,
+                m.dtype,
+                n,
+                m.__getitem__,
+                source,
+                source_rows,
+                changed,
             )
         yield RowBlocks({"page_skeys": ((n,), np.int64)}, [(self._skeys,)])
         yield RowBlocks({"page_sslots": ((n,), np.int64)}, [(self._sslots,)])
@@ -187,7 +208,9 @@ class PageTable:
         yield string_blocks("page_redirect", pa.array([u for _, u in targets], pa.string()))
 
     @classmethod
-    def from_saved(cls, a: dict[str, np.ndarray], n: int, num_perm: int, dims: int) -> PageTable:
+    def from_saved(
+        cls, a: dict[str, np.ndarray], n: int, num_perm: int, dims: int, folder: Path
+    ) -> PageTable:
         """The table `saved_arrays` wrote for `n` pages, over its files' copy-on-write maps
         (`layout.read_arrays`): nothing is read until a page is, and what a batch changes
         goes to private pages, so an open index holds what its batches touch, not all of
@@ -196,6 +219,7 @@ class PageTable:
         for name in cls._COLUMNS:
             setattr(t, name, a[f"page_{name}"])
         t.cap, t.n = int(a["page_key"].size), n
+        t.saved_from = (folder, n)
         t.sigs = SlotRows(num_perm, SIGNATURE_DTYPE, a["page_sigs"])
         t.lens = SlotRows(dims, np.int32, a["page_lens"])
         t._urls_base = mapped_strings(a["page_url_offsets"], a["page_url_bytes"])
@@ -400,9 +424,9 @@ class PageTable:
 
     def counts(self) -> tuple[int, int]:
         """Live pages, and live pages that redirect."""
-        live = ~self.removed[: self.n]
-        redirects = sum(1 for s in self.redirect if live[s])
-        return int(live.sum()), redirects
+        removed = self.removed
+        redirects = sum(1 for s in self.redirect if not removed[s])
+        return self.n - int(np.count_nonzero(removed[: self.n])), redirects
 
 
 # The files of a saved page table (`PageTable.saved_arrays`), beside the saved graph's.
