@@ -103,6 +103,48 @@ def test_batches_of_both_engines_mix_and_removals_go_through_either(
     assert not any(states[1][u]["is_duplicate"] for u in changed)
 
 
+def test_a_spark_add_reads_the_saved_band_index_on_the_executors(
+    spark,  # noqa: F811 - the fixture
+    demo_crawl,
+    tmp_path,
+    monkeypatch,
+):
+    """Each batch a Spark add applies to a saved index takes the band index's entries its
+    keys need from the executors' search of the saved files: the applying process searches
+    none of them itself (the guess of the keys, `ScanGraph.batch_keys`, covers them), and
+    the index is the one the embedded engine writes."""
+    files = list(demo_crawl.warc_paths)
+    stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
+    for store in stores.values():
+        add_files(store, files[:1], batch=5, workers=1)
+    applied = []
+    real = ServiceIndex.apply_prepared
+
+    def spy(self, prepared, t0=None, found=None):
+        buckets = self.scan_graph.buckets  # (a save during the batch maps a new one)
+        searched = buckets.base_searches
+        got = real(self, prepared, t0, found)
+        applied.append((found is not None, buckets.base_searches - searched))
+        return got
+
+    # Then pages of the index sent again with texts of their own: they leave their buckets
+    # (the keys they are filed under) and enter others.
+    with ServiceIndex(stores["spark"], read_only=True) as ix:
+        urls = sorted(ix.pages)[::7][:12]
+    texts = {u: " ".join(f"v{i}y{j}" for j in range(90)) for i, u in enumerate(urls)}
+    change = tmp_path / "changed.jsonl"
+    change.write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in texts.items()))
+    monkeypatch.setattr(ServiceIndex, "apply_prepared", spy)
+    add_files(stores["spark"], files[1:], batch=5, engine="spark", workers=1)
+    add_files(stores["spark"], [change], engine="spark")
+    preloaded = [searched for was, searched in applied if was]
+    assert len(preloaded) >= 2 and sum(preloaded) == 0
+    monkeypatch.setattr(ServiceIndex, "apply_prepared", real)
+    add_files(stores["embedded"], files[1:], batch=5, workers=1)
+    add_files(stores["embedded"], [change])
+    assert _state(stores["spark"]) == _state(stores["embedded"])
+
+
 def test_the_add_command_takes_the_spark_engine(spark, demo_crawl, tmp_path):  # noqa: F811
     from typer.testing import CliRunner
 

@@ -115,7 +115,14 @@ def add_files(
             if ahead:
                 joined = PreparedBatch.joined(ahead)
                 seen.extend(hash(u) for u in joined.updates)
-                count(index.apply_prepared(joined).to_dict())
+                found = None
+                if engine == "spark" and (queries := index.band_queries(joined)) is not None:
+                    from neardup.service.spark_feed import band_entries_on_spark
+
+                    folder, asked = queries
+                    entries = band_entries_on_spark(folder, asked, spark_master, spark_conf)
+                    found = (asked, entries)
+                count(index.apply_prepared(joined, found=found).to_dict())
 
         # The batches sketched while the index opens go in as one transaction (each costs
         # its commit, its files and its share of merges: 0.35 s of ten in a 1 % increment

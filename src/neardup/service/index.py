@@ -721,15 +721,40 @@ class ServiceIndex:
         state: done before the lock, for the whole batch."""
         return prepare_batch(updates, self.settings, self.options.dims, by_url=True)
 
-    def apply_prepared(self, prepared: PreparedBatch, t0: float | None = None) -> BatchReport:
+    def band_queries(self, prepared: PreparedBatch) -> tuple[Path, list[np.ndarray]] | None:
+        """Where the saved band index lies (the graph folder) and the keys the batch will
+        ask it for, per table (`ScanGraph.batch_keys`), for a search elsewhere (Spark's
+        executors, `spark_feed.band_entries_on_spark`) whose answer `apply_prepared` takes
+        as `found`; None when nothing is saved yet."""
+        if self.graph_meta is None:
+            return None
+        urls = list(prepared.updates)
+        keys = [sk.key if (sk := prepared.sketches.get(u)) is not None else None for u in urls]
+        slots = np.array([s for s in self.pages.lookup(urls, keys) if s is not None], np.int64)
+        sigs = [sk.signature for sk in prepared.sketches.values()]
+        matrix = np.stack(sigs) if sigs else np.empty((0, self.settings.num_perm), np.uint32)
+        folder = self.store / str(self.graph_meta["name"])
+        return folder, self.scan_graph.batch_keys(matrix, slots)
+
+    def apply_prepared(
+        self,
+        prepared: PreparedBatch,
+        t0: float | None = None,
+        found: tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]] | None = None,
+    ) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
-        settings (elsewhere: another process, while this one applies the previous batch)."""
+        settings (elsewhere: another process, while this one applies the previous batch).
+        `found`: the keys `band_queries` named and the saved band index's entries for them,
+        searched elsewhere; the batch reads those instead of searching the files here."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
         with self._writing:  # one batch at a time, its graph saved before the next
             with self.lock, _no_collection():
+                buckets = self.scan_graph.buckets
                 try:
+                    if found is not None:
+                        buckets.preload(*found)
                     report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                     self._write(dirty_pages, dirty_groups, dropped)
                     self.pages.settle()
@@ -738,6 +763,8 @@ class ServiceIndex:
                 except BaseException:
                     self._load()  # memory never runs ahead of the last commit
                     raise
+                finally:
+                    buckets.unload()
             # After the lock: saving the graph only reads it, as reads do, so they need not
             # wait for it (the next batch does, holding `_writing`).
             if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):

@@ -325,6 +325,24 @@ class ScanGraph:
             out[todo] = lsh_keys(self.pages.sigs[slots], None, self.bands, self.rows)
         return out
 
+    def batch_keys(self, signatures: np.ndarray, slots: np.ndarray) -> list[np.ndarray]:
+        """The band keys a batch asks the band index for, per table (sorted, distinct): its
+        new sketches' keys and the keys its stored pages (`slots`) that are nodes are filed
+        under. (A node that leaves because a page of the batch joins its class shares that
+        page's sketch; a page that is no node takes no node's keys with it.) What
+        `ServiceIndex` has searched elsewhere before the batch (`BandBuckets.preload`); a
+        key it misses is searched here, so a guess that is short costs time, not the
+        answer."""
+        parts = [np.empty((0, self.bands), np.int64)]
+        if signatures.shape[0]:
+            parts.append(lsh_keys(signatures, None, self.bands, self.rows))
+        slots = slots[slots < min(self.pages.n, self.node.size)]
+        nodes = slots[self.node[slots]]
+        if nodes.size:
+            parts.append(self._keys_of(nodes.tolist()))
+        every = np.concatenate(parts)
+        return [sorted_distinct(every[:, t]) for t in range(self.bands)]
+
     def eligible(self, slots: np.ndarray) -> np.ndarray:
         """Which pages are the graph's: sketched, live, and with the scan's words."""
         p = self.pages
