@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.service.band_buckets import BandBuckets
+from neardup.service.saved_search import Found
 
 TABLES = 3
 
@@ -47,8 +48,8 @@ def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
         found = []
         for t in range(TABLES):
             at = np.flatnonzero(np.isin(bb.base_keys[t], asked[t]))[::-1]  # any order
-            found.append((bb.base_keys[t][at], bb.base_slots[t][at]))
-        bb.preload(asked, found)
+            found.append(Found.of(asked[t], bb.base_keys[t][at], bb.base_slots[t][at]))
+        bb.preload(found)
         searched = bb.base_searches
         for at_least in (1, 2):
             got = {b: set(m) for b, m in bb.members(wanted, at_least).items()}

@@ -103,16 +103,17 @@ def test_batches_of_both_engines_mix_and_removals_go_through_either(
     assert not any(states[1][u]["is_duplicate"] for u in changed)
 
 
-def test_a_spark_add_reads_the_saved_band_index_on_the_executors(
+def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     spark,  # noqa: F811 - the fixture
     demo_crawl,
     tmp_path,
     monkeypatch,
 ):
-    """Each batch a Spark add applies to a saved index takes the band index's entries its
-    keys need from the executors' search of the saved files: the applying process searches
-    none of them itself (the guess of the keys, `ScanGraph.batch_keys`, covers them), and
-    the index is the one the embedded engine writes."""
+    """Each batch a Spark add applies to a saved index takes the entries of the saved band
+    index, classes and page keys its keys need from the executors' search of the saved
+    files: the applying process searches none of them itself (the guess of the keys,
+    `ServiceIndex.saved_queries`, covers them), and the index is the one the embedded
+    engine writes."""
     files = list(demo_crawl.warc_paths)
     stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
     for store in stores.values():
@@ -120,11 +121,14 @@ def test_a_spark_add_reads_the_saved_band_index_on_the_executors(
     applied = []
     real = ServiceIndex.apply_prepared
 
+    def searched(graph, pages) -> int:
+        return graph.buckets.base_searches + graph.class_searches + pages.key_searches
+
     def spy(self, prepared, t0=None, found=None):
-        buckets = self.scan_graph.buckets  # (a save during the batch maps a new one)
-        searched = buckets.base_searches
+        graph, pages = self.scan_graph, self.pages  # (a save during the batch maps new ones)
+        before = searched(graph, pages)
         got = real(self, prepared, t0, found)
-        applied.append((found is not None, buckets.base_searches - searched))
+        applied.append((found is not None, searched(graph, pages) - before))
         return got
 
     # Then pages of the index sent again with texts of their own: they leave their buckets

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from neardup.kernels.lsh import key_hits
-from neardup.kernels.sorting import sorted_distinct
+from neardup.service.saved_search import Found, hits
 
 _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
@@ -54,11 +54,10 @@ class BandBuckets:
         self.delta_slots = [_EMPTY_IDS] * tables
         self.new_keys: dict[int, np.ndarray] = {}  # keys of the nodes in the delta
         self.stashed: dict[int, np.ndarray] = {}  # keys of base nodes from before a change
-        # The base's entries for some keys, found elsewhere (`preload`: Spark's executors
-        # searched the saved files), per table: the keys asked, sorted, and the entries
-        # found, sorted by key. A key asked of the base that is not among them is searched
-        # in the base here (`base_searches` counts those keys).
-        self.preloaded: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        # The base's entries for some keys a table, found elsewhere (`preload`: Spark's
+        # executors searched the saved files); a key asked of the base that is not among
+        # them is searched in the base here (`base_searches` counts those keys).
+        self.preloaded: list[Found] | None = None
         self.base_searches = 0
 
     def keys_of(self, slot: int) -> np.ndarray | None:
@@ -88,37 +87,14 @@ class BandBuckets:
         keys = np.stack([k for _, k in cols], axis=1)
         return dict(zip(found.tolist(), keys, strict=True))
 
-    def preload(self, asked: list[np.ndarray], found: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Take the base's entries for the keys `asked[t]` of each table t as `found[t]`
-        (their keys and nodes, any order): what `members` then reads instead of the base
-        for those keys, until `unload`."""
-        self.preloaded = []
-        for t in range(self.tables):
-            keys, slots = found[t]
-            order = np.argsort(keys, kind="stable")
-            self.preloaded.append((sorted_distinct(asked[t]), keys[order], slots[order]))
+    def preload(self, found: list[Found]) -> None:
+        """Take the base's entries found elsewhere for some keys of each table (a `Found`
+        a table): what `members` reads instead of the base for those keys, until
+        `unload`."""
+        self.preloaded = found
 
     def unload(self) -> None:
         self.preloaded = None
-
-    def _base_hits(self, t: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query position, node) of the base's entries of table t with keys `wanted`."""
-        if self.preloaded is not None:
-            asked, keys, slots = self.preloaded[t]
-            inside = np.isin(wanted, asked, assume_unique=True)
-            if inside.all():
-                return key_hits(keys, slots, wanted)
-            # The keys preloaded answered from it, the others searched here.
-            qa, ia = key_hits(keys, slots, wanted[inside])
-            qb, ib = key_hits(self.base_keys[t], self.base_slots[t], wanted[~inside])
-            self.base_searches += int((~inside).sum())
-            where_in, where_out = np.flatnonzero(inside), np.flatnonzero(~inside)
-            return (
-                np.concatenate([where_in[qa], where_out[qb]]),
-                np.concatenate([ia, ib]).astype(self.base_slots.dtype),
-            )
-        self.base_searches += int(wanted.size)
-        return key_hits(self.base_keys[t], self.base_slots[t], wanted)
 
     def members(
         self, keys: list[np.ndarray], at_least: int = 2
@@ -131,7 +107,9 @@ class BandBuckets:
         for t, wanted in enumerate(keys):
             if not wanted.size:
                 continue
-            qb, ib = self._base_hits(t, wanted)
+            pre = None if self.preloaded is None else self.preloaded[t]
+            qb, ib, searched = hits(pre, wanted, self.base_keys[t], self.base_slots[t])
+            self.base_searches += searched
             if ib.size:
                 live = ~self.base_dead[ib]
                 qb, ib = qb[live], ib[live]

@@ -116,12 +116,15 @@ def add_files(
                 joined = PreparedBatch.joined(ahead)
                 seen.extend(hash(u) for u in joined.updates)
                 found = None
-                if engine == "spark" and (queries := index.band_queries(joined)) is not None:
-                    from neardup.service.spark_feed import band_entries_on_spark
+                if engine == "spark" and (queries := index.saved_queries(joined)) is not None:
+                    from neardup.service.spark_feed import saved_entries_on_spark
 
-                    folder, asked = queries
-                    entries = band_entries_on_spark(folder, asked, spark_master, spark_conf)
-                    found = (asked, entries)
+                    # The pages' entries first: the other keys need the stored pages' slots.
+                    pages = saved_entries_on_spark(*queries, spark_master, spark_conf)["page"]
+                    rest = index.saved_queries(joined, pages[0])
+                    assert rest is not None
+                    found = saved_entries_on_spark(*rest, spark_master, spark_conf)
+                    found["page"] = [pages[0].joined(found["page"][0])]
                 count(index.apply_prepared(joined, found=found).to_dict())
 
         # The batches sketched while the index opens go in as one transaction (each costs

@@ -45,6 +45,7 @@ from neardup.ingest.eligibility import enough_words
 from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.kernels.sorting import sorted_distinct
+from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.batch import compute_batch
 from neardup.service.layout import (
     GRAPH_PREFIX,
@@ -73,6 +74,7 @@ from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
 from neardup.service.pages import PAGE_ARRAYS, PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
+from neardup.service.saved_search import Found
 from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph, saved_node_keys
 from neardup.service.storage import (
     MAX_REDIRECTS,
@@ -332,8 +334,13 @@ class ServiceIndex:
         t = self.pages
         n = t.n
         del state  # its columns and signatures are the table's now: freed before the graph
+        # The slot of each redirecting page, by URL: popularity reads the in-links of a
+        # group's pages' redirect sources, which no lookup of the batch's pages found.
+        self._redirect_slot: dict[str, int] = {}
         for slot, target in t.redirect.items():
-            self.redirects.set(t.url_at(slot), None, target)
+            source = t.url_at(slot)
+            self._redirect_slot[source] = slot
+            self.redirects.set(source, None, target)
         if o.tier2 != "bands":  # tier 2's own row store holds the sketched pages again
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
             for slot in has.tolist():
@@ -642,7 +649,8 @@ class ServiceIndex:
         return self.redirects.popularity(url, self._links_in)
 
     def _links_in(self, url: str) -> int:
-        p = self.pages.get(url)
+        slot = self._redirect_slot.get(url)
+        p = self.pages.get(url) if slot is None else PageRef(self.pages, slot)
         return 0 if p is None or p.removed else p.links_in
 
     def resemblance_to_winner(self, signature: np.ndarray | None, gid: int) -> float | None:
@@ -721,40 +729,72 @@ class ServiceIndex:
         state: done before the lock, for the whole batch."""
         return prepare_batch(updates, self.settings, self.options.dims, by_url=True)
 
-    def band_queries(self, prepared: PreparedBatch) -> tuple[Path, list[np.ndarray]] | None:
-        """Where the saved band index lies (the graph folder) and the keys the batch will
-        ask it for, per table (`ScanGraph.batch_keys`), for a search elsewhere (Spark's
-        executors, `spark_feed.band_entries_on_spark`) whose answer `apply_prepared` takes
-        as `found`; None when nothing is saved yet."""
+    def saved_queries(
+        self, prepared: PreparedBatch, pages: Found | None = None
+    ) -> tuple[Path, dict[str, list[np.ndarray]]] | None:
+        """Where the index is saved (the graph folder) and the keys the batch will look up
+        in its saved sorted arrays (`saved_search.SEARCHED`), a list of sorted keys a row,
+        for a search elsewhere (Spark's executors, `spark_feed.saved_entries_on_spark`)
+        whose answers `apply_prepared` takes as `found`; None when nothing is saved yet.
+        In two rounds: first (`pages` None) the page keys of its URLs and of the pages its
+        redirects lead to; then, with those keys' entries (`pages`), what needs the stored
+        pages' slots: the band keys a table (`ScanGraph.batch_keys`), the classes'
+        fingerprints (its sketches' and those of the classes its stored pages are in), and
+        the page keys of where its stored pages redirected to."""
         if self.graph_meta is None:
             return None
+        folder = self.store / str(self.graph_meta["name"])
         urls = list(prepared.updates)
         keys = [sk.key if (sk := prepared.sketches.get(u)) is not None else None for u in urls]
-        slots = np.array([s for s in self.pages.lookup(urls, keys) if s is not None], np.int64)
+        if pages is None:
+            targets = [u.redirect_to for u in prepared.updates.values() if u.redirect_to]
+            page_keys = [url_key(u) if k is None else k for u, k in zip(urls, keys, strict=True)]
+            page_keys += [url_key(t) for t in targets]
+            return folder, {"page": [sorted_distinct(np.array(page_keys, np.int64))]}
+        self.pages.found = pages
+        try:
+            slots = np.array([s for s in self.pages.lookup(urls, keys) if s is not None], np.int64)
+        finally:
+            self.pages.found = None
         sigs = [sk.signature for sk in prepared.sketches.values()]
         matrix = np.stack(sigs) if sigs else np.empty((0, self.settings.num_perm), np.uint32)
-        folder = self.store / str(self.graph_meta["name"])
-        return folder, self.scan_graph.batch_keys(matrix, slots)
+        graph = self.scan_graph
+        stored = slots[slots < graph.member.size]
+        fps = np.concatenate(
+            [
+                np.array([sk.shingle_fp for sk in prepared.sketches.values()], np.int64),
+                graph.mfp[stored[graph.member[stored]]],
+            ]
+        )
+        redirect = self.pages.redirect
+        old_targets = [url_key(redirect[s]) for s in slots.tolist() if s in redirect]
+        queries = {
+            "band": graph.batch_keys(matrix, slots),
+            "class": [sorted_distinct(fps)],
+            "page": [sorted_distinct(np.array(old_targets, np.int64))],
+        }
+        return folder, queries
 
     def apply_prepared(
         self,
         prepared: PreparedBatch,
         t0: float | None = None,
-        found: tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]] | None = None,
+        found: dict[str, list[Found]] | None = None,
     ) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
         settings (elsewhere: another process, while this one applies the previous batch).
-        `found`: the keys `band_queries` named and the saved band index's entries for them,
-        searched elsewhere; the batch reads those instead of searching the files here."""
+        `found`: the saved arrays' entries for the keys `saved_queries` named, searched
+        elsewhere; the batch reads those instead of searching the files here."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
         with self._writing:  # one batch at a time, its graph saved before the next
             with self.lock, _no_collection():
-                buckets = self.scan_graph.buckets
+                graph, pages = self.scan_graph, self.pages
                 try:
                     if found is not None:
-                        buckets.preload(*found)
+                        graph.buckets.preload(found["band"])
+                        graph.found, pages.found = found["class"][0], found["page"][0]
                     report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                     self._write(dirty_pages, dirty_groups, dropped)
                     self.pages.settle()
@@ -764,7 +804,8 @@ class ServiceIndex:
                     self._load()  # memory never runs ahead of the last commit
                     raise
                 finally:
-                    buckets.unload()
+                    graph.buckets.unload()
+                    graph.found = pages.found = None
             # After the lock: saving the graph only reads it, as reads do, so they need not
             # wait for it (the next batch does, holding `_writing`).
             if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):
@@ -795,6 +836,10 @@ class ServiceIndex:
 
     def _set_redirect(self, p: PageRef, target: str | None) -> None:
         self.redirects.set(p.url, p.redirect_to, target)
+        if target:
+            self._redirect_slot[p.url] = p.slot
+        else:
+            self._redirect_slot.pop(p.url, None)
         p.redirect_to = target
 
     # ---------------------------------------------------------------- writes

@@ -33,6 +33,7 @@ from neardup.service.layout import (
     mapped_strings,
     string_blocks,
 )
+from neardup.service.saved_search import Found, hits
 
 _NONE = -1  # group id of a page without a group
 _SEEN_MAX = 65_536  # slots remembered from lookups, at the most
@@ -62,6 +63,11 @@ class PageTable:
         # The save this table was opened from (its folder, its pages), whose files the next
         # save copies the unchanged sketches from; None: not opened from one.
         self.saved_from: tuple[Path, int] | None = None
+        # The saved page keys' entries for a batch's keys, searched elsewhere (`lookup`),
+        # used while `_skeys` is the saved array; the keys searched here, counted.
+        self.found: Found | None = None
+        self._skeys_saved = False
+        self.key_searches = 0
         self._alloc(0)
 
     # ------------------------------------------------------------ columns
@@ -224,6 +230,7 @@ class PageTable:
         t.lens = SlotRows(dims, np.int32, a["page_lens"])
         t._urls_base = mapped_strings(a["page_url_offsets"], a["page_url_bytes"])
         t._skeys, t._sslots = a["page_skeys"], a["page_sslots"]
+        t._skeys_saved = True
         targets = mapped_strings(a["page_redirect_offsets"], a["page_redirect_bytes"])
         slots = a["page_redirect_slots"].tolist()
         t.redirect = dict(zip(slots, targets.to_pylist(), strict=True))
@@ -289,6 +296,7 @@ class PageTable:
         order = np.argsort(self.key[: self.n], kind="quicksort")
         self._skeys = self.key[: self.n][order]
         self._sslots = order.astype(np.int64)
+        self._skeys_saved = False
         assert len(self._urls_base) == self.n, (nb, self.n)
 
     def url_array(self, slots: np.ndarray) -> pa.Array:
@@ -307,33 +315,28 @@ class PageTable:
         return np.where(opened, by_row[np.where(opened, slots, 0)], slots)
 
     def url_at(self, slot: int) -> str:
+        """The URL of a slot, remembered with it (`_seen`): a batch reads the URLs of its
+        clusters' and groups' pages by slot and looks them up by URL right after."""
         nb = len(self._urls_base)
         if slot >= nb:
             return self._urls_new[slot - nb]
         by_row = self._url_row
         row = slot if by_row is None or slot >= by_row.size else int(by_row[slot])
-        return self._urls_base[row].as_py()
+        url = self._urls_base[row].as_py()
+        if len(self._seen) >= _SEEN_MAX:  # bounded: forgotten all at once
+            self._seen = {}
+        self._seen[url] = slot
+        return url
 
     def slot(self, url: str) -> int | None:
-        """The slot of `url`, None when it was never stored."""
+        """The slot of `url`, None when it was never stored (`lookup` of one URL, kept in
+        `_seen` by the URL check's `url_at`)."""
         got = self._added.get(url)
         if got is None:
             got = self._seen.get(url)
         if got is not None:
             return got
-        k = url_key(url)
-        keys = self._skeys
-        lo = hi = int(keys.searchsorted(k))
-        while hi < keys.size and keys[hi] == k:
-            hi += 1
-        for i in range(lo, hi):  # nearly always one: an exact check, keys may collide
-            s = int(self._sslots[i])
-            if self.url_at(s) == url:
-                if len(self._seen) >= _SEEN_MAX:  # bounded: forgotten all at once
-                    self._seen = {}
-                self._seen[url] = s
-                return s
-        return None
+        return self.lookup([url], [None])[0]
 
     def lookup(self, urls: list[str], keys: list[int | None]) -> list[int | None]:
         """`slot` of many URLs (a batch's), the sorted keys searched once for all of them;
@@ -345,16 +348,20 @@ class PageTable:
         keys = np.array(
             [url_key(urls[i]) if keys[i] is None else keys[i] for i in todo], dtype=np.int64
         )
-        at = self._skeys.searchsorted(keys).tolist()
-        size = self._skeys.size
-        for i, k, lo in zip(todo, keys.tolist(), at, strict=True):
-            j = lo
-            while j < size and self._skeys[j] == k:  # nearly always once
-                s = int(self._sslots[j])
+        distinct = sorted_distinct(keys)
+        # The saved keys' entries searched elsewhere (`found`), while the sorted keys are
+        # the saved ones (a fold makes its own).
+        found = self.found if self._skeys_saved else None
+        at, slots, searched = hits(found, distinct, self._skeys, self._sslots)
+        self.key_searches += searched
+        candidates: dict[int, list[int]] = {}
+        for q, s in zip(at.tolist(), slots.tolist(), strict=True):
+            candidates.setdefault(int(distinct[q]), []).append(int(s))
+        for i, k in zip(todo, keys.tolist(), strict=True):
+            for s in candidates.get(k, ()):  # nearly always one: keys may collide
                 if self.url_at(s) == urls[i]:
                     out[i] = s
                     break
-                j += 1
         return out
 
     def add(self, url: str, key: int | None = None) -> PageRef:

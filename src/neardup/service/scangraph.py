@@ -54,6 +54,7 @@ from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, 
 from neardup.service.band_buckets import BandBuckets
 from neardup.service.layout import RowBlocks
 from neardup.service.pages import PageTable
+from neardup.service.saved_search import Found, hits
 
 _VERIFY_CHUNK = 65_536  # candidate pairs verified at a time when building (their sketches)
 _LOW32 = (1 << 32) - 1
@@ -93,6 +94,10 @@ class ScanGraph:
         # A class changed since the save: a set while a batch changes it, then a tuple (a
         # set of one page costs 216 bytes, a tuple 48; most classes hold one page).
         self.cls_over: dict[int, set[int] | tuple[int, ...]] = {}
+        # The saved classes' entries for a batch's fingerprints, searched elsewhere (a
+        # `Found`, `ServiceIndex.apply_prepared`); the fingerprints searched here, counted.
+        self.found: Found | None = None
+        self.class_searches = 0
         self.pair_keys, self.pair_counts = a["pair_keys"], a["pair_counts"]
         self.pair_over: dict[int, int] = {}  # packed pair -> tables emitting it (0: none)
         self.adj_u, self.adj_v, self.adj_s = a["adj_u"], a["adj_v"], a["adj_s"]
@@ -150,13 +155,17 @@ class ScanGraph:
             got = self.cls_over.get(fp)
             if isinstance(got, tuple):
                 self.cls_over[fp] = set(got)
-        todo = np.fromiter((fp for fp in fps if fp not in self.cls_over), np.int64)
+        todo = sorted_distinct(np.fromiter((fp for fp in fps if fp not in self.cls_over), np.int64))
         if not todo.size:
             return
-        lo = self.cls_fp.searchsorted(todo, "left").tolist()
-        hi = self.cls_fp.searchsorted(todo, "right").tolist()
-        for fp, a, b in zip(todo.tolist(), lo, hi, strict=True):
-            self.cls_over[fp] = set(self.cls_slot[a:b].tolist()) if b > a else set()
+        # The saved classes' entries searched elsewhere (`found`), or searched here.
+        at, slots, searched = hits(self.found, todo, self.cls_fp, self.cls_slot)
+        self.class_searches += searched
+        members: list[set[int]] = [set() for _ in range(todo.size)]
+        for q, s in zip(at.tolist(), slots.tolist(), strict=True):
+            members[q].add(int(s))
+        for fp, got in zip(todo.tolist(), members, strict=True):
+            self.cls_over[fp] = got
 
     def _rep(self, fp: int) -> int | None:
         """A class's representative: its one member that is a node."""

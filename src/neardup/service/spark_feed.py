@@ -7,11 +7,12 @@ What is distributed is what costs the most per page and needs no index: reading 
 archives, HTML to text, the eligibility rule, the links, the sketches (`crawl_updates.page_batches`
 and `prepare.prepare_batch`, the embedded engine's own functions, so both engines admit and
 sketch a page alike). What a task sends back is a batch's sketches and URLs, not its text
-(about 0.6 KB a page against several). Then the saved band index is searched on the
-executors for the keys each applied batch asks (`band_entries_on_spark`: the keys sorted,
-cut into ranges, a task a range, each reading only the part of each table its keys fall in),
-so the process that applies does not read the band index's files, the largest part of the
-index a batch touches. Applying (the batch's candidates from those entries and the changes
+(about 0.6 KB a page against several). Then the saved index is searched on the executors
+for the keys each applied batch looks up in it (`saved_entries_on_spark`: the band keys,
+the classes' fingerprints and the page keys, each sorted, cut into ranges, a task a range,
+each reading only the part of each saved array its keys fall in), so the process that
+applies does not read those files, the parts of the index that grow with it and that a
+batch searches. Applying (the batch's candidates from those entries and the changes
 since the save, verification, the touched components clustered again, winners, the new
 version committed) stays in the one process that writes the index, over its mapped files:
 its own memory is what the batches touch (docs/service.md).
@@ -31,6 +32,7 @@ import numpy as np
 
 from neardup.config import Settings
 from neardup.service.prepare import PreparedBatch, prepare_batch
+from neardup.service.saved_search import Found
 
 # The JVMs of an add only hand out a task a file (the driver's) and pass bytes between the
 # Python workers and the driver (the executors'): compiled by the first tier only, they
@@ -88,46 +90,57 @@ def sketched_on_spark(
             inlinks.update(got[1])
 
 
-def band_entries_on_spark(
-    folder: Path, asked: list[np.ndarray], master: str | None, conf: dict[str, str] | None
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The saved band index's entries (keys, nodes) for the keys `asked[t]` of each table
-    t (sorted), searched by Spark's executors in the graph folder `folder`, which they
-    read where the driver does (storage every worker shares). The keys of every table are
-    cut into as many ranges as the session runs tasks at once, a task a range: a task
-    reads, of each table's sorted keys, only the pages its range's binary searches land
-    on."""
+def saved_entries_on_spark(
+    folder: Path,
+    queries: dict[str, list[np.ndarray]],
+    master: str | None,
+    conf: dict[str, str] | None,
+) -> dict[str, list[Found]]:
+    """The saved index's entries for a batch's keys (`ServiceIndex.saved_queries`: the band
+    keys a table, the classes' fingerprints, the page keys, each list sorted), searched by
+    Spark's executors in the save's folder `folder`, which they read where the driver does
+    (storage every worker shares). Each list is cut into as many ranges of keys as the
+    session runs tasks at once, a task a range of each: a task reads, of each saved sorted
+    array, only the pages its keys' binary searches land on
+    (`saved_search.search_saved`)."""
     from neardup.pipeline.executors.spark.session import spark_session
 
     context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
-    parts = max(1, min(int(context.defaultParallelism), max(q.size for q in asked)))
-    cuts = [np.linspace(0, q.size, parts + 1).astype(np.int64) for q in asked]
-    tasks = [[q[c[p] : c[p + 1]] for q, c in zip(asked, cuts, strict=True)] for p in range(parts)]
-    work = partial(_search_bands, folder=str(folder))
-    got = _run(context, context.parallelize(tasks, parts), work, list(range(parts)))
-    found = [pickle.loads(blob) for blob in got]
-    return [
-        (
-            np.concatenate([f[t][0] for f in found]),
-            np.concatenate([f[t][1] for f in found]),
-        )
-        for t in range(len(asked))
+    widest = max(q.size for rows in queries.values() for q in rows)
+    parts = max(1, min(int(context.defaultParallelism), widest))
+
+    def cut(q: np.ndarray, p: int) -> np.ndarray:
+        bounds = np.linspace(0, q.size, parts + 1).astype(np.int64)
+        return q[bounds[p] : bounds[p + 1]]
+
+    tasks = [
+        {name: [cut(q, p) for q in rows] for name, rows in queries.items()} for p in range(parts)
     ]
+    work = partial(_search_saved, folder=str(folder))
+    got = [
+        pickle.loads(b)
+        for b in _run(context, context.parallelize(tasks, parts), work, list(range(parts)))
+    ]
+    return {
+        name: [
+            Found.of(
+                q,
+                np.concatenate([g[name][row][0] for g in got]),
+                np.concatenate([g[name][row][1] for g in got]),
+            )
+            for row, q in enumerate(rows)
+        ]
+        for name, rows in queries.items()
+    }
 
 
-def _search_bands(tasks: Iterable[list[np.ndarray]], folder: str) -> Iterator[bytes]:
-    """On an executor: the entries of the saved band index for one range of keys a table,
-    each table's entries as (keys, nodes), pickled."""
-    from neardup.kernels.lsh import key_hits
+def _search_saved(tasks: Iterable[dict[str, list[np.ndarray]]], folder: str) -> Iterator[bytes]:
+    """On an executor: the saved index's entries for one range of each list of keys,
+    pickled."""
+    from neardup.service.saved_search import search_saved
 
-    keys = np.load(Path(folder) / "band_keys.npy", mmap_mode="r")
-    nodes = np.load(Path(folder) / "band_slots.npy", mmap_mode="r")
     for queries in tasks:
-        out = []
-        for t, q in enumerate(queries):
-            at, ids = key_hits(keys[t], nodes[t], q)
-            out.append((q[at], np.asarray(ids)))
-        yield pickle.dumps(out)
+        yield pickle.dumps(search_saved(Path(folder), queries))
 
 
 def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:

@@ -1,0 +1,97 @@
+"""The index's saved sorted arrays searched elsewhere (issue 27: Spark's executors search
+the saved index for a batch, the process that applies it reads their answer).
+
+Three lookups of a batch go to arrays that the save writes sorted by key and that grow with
+the index: the band index (`band_keys` with each entry's node, a row a table), the classes
+(`cls_fp` with each entry's page) and the page keys (`page_skeys` with each key's slot).
+A batch's keys for each are known before it is applied (`ServiceIndex.saved_queries`), so
+they can be searched where the files are, a range of keys a task, and the answers handed to
+the lookups (`Found`). A lookup answers the keys it was handed from them and searches the
+saved array itself for any other key (counted), so a guess of the keys that falls short
+costs time, never the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from neardup.kernels.lsh import key_hits
+from neardup.kernels.sorting import sorted_distinct
+
+# What is searched: a name -> the saved files of its sorted keys and of their values.
+SEARCHED = {
+    "band": ("band_keys", "band_slots"),
+    "class": ("cls_fp", "cls_slot"),
+    "page": ("page_skeys", "page_sslots"),
+}
+
+
+@dataclass(frozen=True)
+class Found:
+    """The entries of a saved sorted array for the keys `asked` (sorted, distinct),
+    searched elsewhere: their `keys`, sorted, and the value of each."""
+
+    asked: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, asked: np.ndarray, keys: np.ndarray, values: np.ndarray) -> Found:
+        order = np.argsort(keys, kind="stable")
+        return cls(sorted_distinct(asked), keys[order], values[order])
+
+    def joined(self, other: Found) -> Found:
+        """The entries of both searches (of one array, for different keys)."""
+        return Found.of(
+            np.concatenate([self.asked, other.asked]),
+            np.concatenate([self.keys, other.keys]),
+            np.concatenate([self.values, other.values]),
+        )
+
+
+def hits(
+    found: Found | None, wanted: np.ndarray, keys: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """`key_hits` of the distinct keys `wanted` over a saved sorted array (`keys`, their
+    `values`): (query position, value) of every entry, answered from `found` for the keys
+    it was asked, the others searched in the array; and how many keys were searched."""
+    if found is None:
+        qpos, got = key_hits(keys, values, wanted)
+        return qpos, got, int(wanted.size)
+    inside = np.isin(wanted, found.asked, assume_unique=True)
+    if inside.all():
+        qpos, got = key_hits(found.keys, found.values, wanted)
+        return qpos, got.astype(values.dtype), 0
+    qa, va = key_hits(found.keys, found.values, wanted[inside])
+    qb, vb = key_hits(keys, values, wanted[~inside])
+    where_in, where_out = np.flatnonzero(inside), np.flatnonzero(~inside)
+    return (
+        np.concatenate([where_in[qa], where_out[qb]]),
+        np.concatenate([va, vb]).astype(values.dtype),
+        int(where_out.size),
+    )
+
+
+def search_saved(
+    folder: Path, queries: dict[str, list[np.ndarray]]
+) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
+    """Where the files are (an executor): the entries of each saved array `SEARCHED` names
+    for the keys `queries[name][row]` (sorted) of each of its rows (the band index has a row
+    a table, the others one): (keys, values) a row. Reads only the pages of the maps the
+    binary searches land on."""
+    out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for name, rows in queries.items():
+        key_file, value_file = SEARCHED[name]
+        keys = np.load(folder / f"{key_file}.npy", mmap_mode="r")
+        values = np.load(folder / f"{value_file}.npy", mmap_mode="r")
+        if keys.ndim == 1:
+            keys, values = keys[None, :], values[None, :]
+        got = []
+        for row, q in enumerate(rows):
+            at, found = key_hits(keys[row], values[row], q)
+            got.append((q[at], np.asarray(found)))
+        out[name] = got
+    return out

@@ -1,0 +1,57 @@
+"""The saved index's sorted arrays searched where the files are (`search_saved`, what a
+Spark executor runs) and the answers read by a lookup (`hits`), against a plain scan of the
+arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neardup.service.layout import write_arrays
+from neardup.service.saved_search import Found, hits, search_saved
+
+
+def _plain(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> set[tuple[int, int]]:
+    """(key, value) of every entry whose key is wanted, by looking at each entry."""
+    want = set(wanted.tolist())
+    return {(int(k), int(v)) for k, v in zip(keys, values, strict=True) if int(k) in want}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_searched_entries_are_the_arrays_entries_for_the_keys(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    # Keys with repeats (a class of several pages, a band bucket of several nodes).
+    fp = np.sort(rng.integers(-50, 50, 400)).astype(np.int64)
+    slot = rng.permutation(400).astype(np.int64)
+    bands = np.sort(rng.integers(0, 80, (3, 300)), axis=1).astype(np.int64)
+    nodes = rng.integers(0, 1000, (3, 300)).astype(np.int32)
+    write_arrays(
+        tmp_path,
+        "g",
+        [("cls_fp", fp), ("cls_slot", slot), ("band_keys", bands), ("band_slots", nodes)],
+    )
+    asked_fp = np.unique(rng.integers(-60, 60, 40)).astype(np.int64)
+    asked_bands = [np.unique(rng.integers(0, 90, 30)).astype(np.int64) for _ in range(3)]
+    got = search_saved(tmp_path / "g", {"class": [asked_fp], "band": asked_bands})
+    keys, values = got["class"][0]
+    assert set(zip(keys.tolist(), values.tolist(), strict=True)) == _plain(fp, slot, asked_fp)
+    for t in range(3):
+        keys, values = got["band"][t]
+        pairs = set(zip(keys.tolist(), values.tolist(), strict=True))
+        assert pairs == _plain(bands[t], nodes[t], asked_bands[t])
+    # A lookup reads the answers for the keys asked and searches the array for the rest.
+    halves = asked_fp[::2], asked_fp[1::2]
+    first = search_saved(tmp_path / "g", {"class": [halves[0]]})["class"][0]
+    second = search_saved(tmp_path / "g", {"class": [halves[1]]})["class"][0]
+    found = Found.of(halves[0], *first)
+    wanted = np.unique(np.concatenate([asked_fp, [99, -99]])).astype(np.int64)
+    for answer, misses in ((found, wanted.size - halves[0].size), (None, wanted.size)):
+        at, vals, searched = hits(answer, wanted, fp, slot)
+        assert searched == misses
+        pairs = {(int(wanted[q]), int(v)) for q, v in zip(at, vals, strict=True)}
+        assert pairs == _plain(fp, slot, wanted)
+    both = found.joined(Found.of(halves[1], *second))
+    at, vals, searched = hits(both, asked_fp, fp, slot)
+    assert searched == 0
+    pairs = {(int(asked_fp[q]), int(v)) for q, v in zip(at, vals, strict=True)}
+    assert pairs == _plain(fp, slot, asked_fp)
