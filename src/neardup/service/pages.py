@@ -264,14 +264,13 @@ class PageTable:
         m_sigs, m_lens = np.asarray(sigs)[order], np.asarray(lens)[order]
         lens_fit = m_lens.shape[1:] == (self.dims,)
         targets = picked.column("redirect_to").to_pylist()
-        for i, (slot, url, target) in enumerate(zip(slots.tolist(), urls, targets, strict=True)):
+        for i, (slot, target) in enumerate(zip(slots.tolist(), targets, strict=True)):
             self.sigs[slot] = m_sigs[i]
             self.lens[slot] = m_lens[i] if lens_fit else 0
             if target:
                 self.redirect[slot] = target
             else:
                 self.redirect.pop(slot, None)
-            self._seen.pop(url, None)
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return before[inverse]
