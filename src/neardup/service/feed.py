@@ -116,15 +116,10 @@ def add_files(
                 joined = PreparedBatch.joined(ahead)
                 seen.extend(hash(u) for u in joined.updates)
                 found = None
-                if engine == "spark" and (queries := index.saved_queries(joined)) is not None:
-                    from neardup.service.spark_feed import saved_entries_on_spark
+                if engine == "spark":
+                    from neardup.service.spark_feed import batch_entries_on_spark
 
-                    # The pages' entries first: the other keys need the stored pages' slots.
-                    pages = saved_entries_on_spark(*queries, spark_master, spark_conf)["page"]
-                    rest = index.saved_queries(joined, pages[0])
-                    assert rest is not None
-                    found = saved_entries_on_spark(*rest, spark_master, spark_conf)
-                    found["page"] = [pages[0].joined(found["page"][0])]
+                    found = batch_entries_on_spark(index, joined, spark_master, spark_conf)
                 count(index.apply_prepared(joined, found=found).to_dict())
 
         # The batches sketched while the index opens go in as one transaction (each costs

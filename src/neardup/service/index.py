@@ -56,6 +56,7 @@ from neardup.service.layout import (
     Segment,
     WriterLock,
     commit,
+    empty_segment,
     graph_name,
     has_index,
     legacy_rows,
@@ -314,8 +315,12 @@ class ServiceIndex:
         )
         saved_keys = None  # the band keys the saved graph filed the replayed nodes under
         if saved is not None and at is not None:
-            saved_keys = self._open_saved(saved, state)
+            assert self.graph_meta is not None
+            self.pages, self.groups, self.winners, saved_keys = self._saved_tables(
+                self.graph_meta, saved, state
+            )
             tail = state.pages.column("slot").to_numpy()
+            self._written = [tail]  # rows that differ from the save's (`_save_graph_now`)
         else:
             # The pages as columns (`pages.PageTable`): one signature matrix, no object a
             # page.
@@ -401,31 +406,29 @@ class ServiceIndex:
             got, state, _ = read_committed(self.store, fallback, lambda m, s: unsaved(m))
             return got, state, None
 
-    def _open_saved(self, saved: dict[str, np.ndarray], tail: Segment) -> dict[int, np.ndarray]:
-        """The pages, groups and winners as saved with the graph (maps), then the rows
-        written since put in place: a page's row, its group's members, the group rows. A
-        group that lost its last page since is no group (a merge that reached the oldest
-        segment may have dropped its deletion row). Returns the band keys the saved graph
-        filed the rewritten nodes under (`ScanGraph.replay`)."""
-        assert self.graph_meta is not None
-        o = self.options
-        folder = self.store / str(self.graph_meta["name"])
-        pages = int(self.graph_meta["pages"])
-        t = PageTable.from_saved(saved, pages, self.settings.num_perm, o.dims, folder)
+    def _saved_tables(
+        self, graph: dict[str, Any], saved: dict[str, np.ndarray], tail: Segment
+    ) -> tuple[PageTable, GroupMembers, Winners, dict[int, np.ndarray]]:
+        """The pages, groups and winners as saved with the graph `graph` names (maps), then
+        the rows written since (`tail`) put in place: a page's row, its group's members,
+        the group rows. A group that lost its last page since is no group (a merge that
+        reached the oldest segment may have dropped its deletion row). With them, the band
+        keys the saved graph filed the rewritten nodes under (`ScanGraph.replay`)."""
+        folder = self.store / str(graph["name"])
+        n, dims = int(graph["pages"]), self.options.dims
+        t = PageTable.from_saved(saved, n, self.settings.num_perm, dims, folder)
         slots = tail.pages.column("slot").to_numpy()
-        self._written = [slots]  # rows that differ from the save's (`_save_graph_now`)
         keys = saved_node_keys(self.settings, t, slots, saved["node"])
         before = t.apply_rows(tail.pages, tail.signatures, tail.dim_lengths)
-        self.pages = t
-        self.groups = GroupMembers(t, saved)
-        self.groups.move(slots, before)
-        self.winners = Winners(tail.groups, saved)
+        groups = GroupMembers(t, saved)
+        groups.move(slots, before)
+        winners = Winners(tail.groups, saved)
         for gid in sorted_distinct(before[before >= 0]).tolist():
-            if not self.groups.get(gid):
-                self.winners.pop(gid)
-        self.groups.settle()
-        self.winners.settle()
-        return keys
+            if not groups.get(gid):
+                winners.pop(gid)
+        groups.settle()
+        winners.settle()
+        return t, groups, winners, keys
 
     def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
         """Save the pages of an index written before slots were kept (issue 26) once as one
@@ -494,12 +497,8 @@ class ServiceIndex:
         arrays = read_arrays(self.store, str(graph["name"]), names, writable=True)
         pages, groups, winners = self.pages, self.groups, self.winners
         if pages_saved:
-            n = int(graph["pages"])
-            folder = self.store / str(graph["name"])
-            dims = self.options.dims
-            pages = PageTable.from_saved(arrays, n, self.settings.num_perm, dims, folder)
-            groups = GroupMembers(pages, arrays)
-            winners = Winners(GROUP_SCHEMA.empty_table(), arrays)
+            nothing = empty_segment(self.settings.num_perm, self.options.dims)
+            pages, groups, winners, _ = self._saved_tables(graph, arrays, nothing)
         mapped = ScanGraph(self.settings, pages, arrays)
         with self.lock:
             assert pages.n == self.pages.n, "the saved pages are not the ones in memory"

@@ -503,14 +503,15 @@ def read_state(store: Path, manifest: Manifest, after: int | None = None) -> Seg
         return state
     return Segment(
         _picked(state.pages, newer),
-        _rows_of(state.signatures, newer),
-        _rows_of(state.dim_lengths, newer),
+        rows_read(state.signatures, newer),
+        rows_read(state.dim_lengths, newer),
         state.groups,
     )
 
 
-def _rows_of(m: np.ndarray | Stacked, rows: np.ndarray) -> np.ndarray | Stacked:
-    """Rows `rows` of a state's matrix, not copied."""
+def rows_read(m: np.ndarray | Stacked, rows: np.ndarray) -> Stacked:
+    """The rows `rows` of a state's matrix, in that order, read through `Stacked`, not
+    copied."""
     if isinstance(m, Stacked):
         return Stacked(m.parts, m.rows[rows])
     return Stacked([m], rows)
@@ -648,9 +649,7 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
     row_bytes = m.width * dtype.itemsize
     kept = min(m.source_rows, m.filled) if m.source is not None else 0
     with open(folder / f"{m.name}.npy", "wb") as fh:
-        header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False}
-        np.lib.format.write_array_header_1_0(fh, {**header, "shape": (m.rows, m.width)})
-        start = fh.tell()
+        start = _write_header(fh, dtype, (m.rows, m.width))
         if kept and m.source is not None:
             with open(m.source, "rb") as src:
                 np.lib.format.read_magic(src)
@@ -680,6 +679,17 @@ def _copy_range(src: int, src_at: int, dst: int, dst_at: int, size: int) -> None
         src_at, dst_at, size = src_at + done, dst_at + done, size - done
 
 
+def _write_header(fh: Any, dtype: Any, shape: tuple[int, ...]) -> int:
+    """A C-order `.npy` header for an array of `shape`; returns where its data starts."""
+    header = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+        "fortran_order": False,
+        "shape": tuple(shape),
+    }
+    np.lib.format.write_array_header_1_0(fh, header)
+    return int(fh.tell())
+
+
 def _save_blocks(folder: Path, rows: RowBlocks) -> None:
     """The files of `rows`: each `.npy` header, then the blocks' bytes in order (a C-order
     array is its first axis' blocks one after the other); the rows written must add up to
@@ -688,12 +698,7 @@ def _save_blocks(folder: Path, rows: RowBlocks) -> None:
         files = []
         for key, (shape, dtype) in rows.specs.items():
             fh = stack.enter_context(open(folder / f"{key}.npy", "wb"))
-            header = {
-                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                "fortran_order": False,
-                "shape": tuple(shape),
-            }
-            np.lib.format.write_array_header_1_0(fh, header)
+            _write_header(fh, dtype, shape)
             files.append((fh, shape, np.dtype(dtype)))
         written = [0] * len(files)
         for blocks in rows.blocks:

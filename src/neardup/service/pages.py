@@ -31,6 +31,7 @@ from neardup.service.layout import (
     RowBlocks,
     Stacked,
     mapped_strings,
+    rows_read,
     string_blocks,
 )
 from neardup.service.saved_search import Found, hits
@@ -142,7 +143,7 @@ class PageTable:
         # in the rows' order, with the row of each slot (their take was 0.18 s a million).
         order = slot_order(rows)
         if order is not None:
-            sigs, lens = _reordered(sigs, order), _reordered(lens, order)
+            sigs, lens = rows_read(sigs, order), rows_read(lens, order)
         t._alloc(n + n // 16 + 1024)  # room for the next batches before the first copy
         t.n = n
 
@@ -587,13 +588,6 @@ def one_array(column: pa.ChunkedArray) -> pa.Array:
     some pyarrow releases leave chunked)."""
     got = column.combine_chunks()
     return pa.array([], column.type) if isinstance(got, pa.ChunkedArray) else got
-
-
-def _reordered(m: np.ndarray | Stacked, order: np.ndarray) -> Stacked:
-    """`m`'s rows read in `order` (not copied)."""
-    if isinstance(m, Stacked):
-        return Stacked(m.parts, m.rows[order])
-    return Stacked([m], order)
 
 
 def _adopt(

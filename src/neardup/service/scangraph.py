@@ -293,7 +293,7 @@ class ScanGraph:
         their current sketch and class, as a batch would have put them. A page already in
         that state is taken out and put back, which leaves the same graph. `saved_keys`:
         the band keys of those that were nodes at the save, from the sketches saved with
-        it (`base_keys`), when the caller has them."""
+        it (`saved_node_keys`), when the caller has them."""
         self._fit()
         # Their sketches may have changed since the save: the keys they were filed under
         # come from the sketches saved with the graph, or from the base's own entries.

@@ -26,13 +26,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from neardup.config import Settings
 from neardup.service.prepare import PreparedBatch, prepare_batch
 from neardup.service.saved_search import Found
+
+if TYPE_CHECKING:
+    from neardup.service.index import ServiceIndex
 
 # The JVMs of an add only hand out a task a file (the driver's) and pass bytes between the
 # Python workers and the driver (the executors'): compiled by the first tier only, they
@@ -88,6 +91,24 @@ def sketched_on_spark(
                 held = []
             skipped.update(got[0])
             inlinks.update(got[1])
+
+
+def batch_entries_on_spark(
+    index: ServiceIndex, prepared: PreparedBatch, master: str | None, conf: dict[str, str] | None
+) -> dict[str, list[Found]] | None:
+    """The saved index's entries for what the batch will look up in it
+    (`ServiceIndex.saved_queries`), searched on the executors, for `apply_prepared`'s
+    `found`; None when the index has no save yet. Two jobs: the page keys' entries first,
+    since the other keys need the stored pages' slots."""
+    queries = index.saved_queries(prepared)
+    if queries is None:
+        return None
+    pages = saved_entries_on_spark(*queries, master, conf)["page"][0]
+    rest = index.saved_queries(prepared, pages)
+    assert rest is not None  # the same save: nothing is saved between the two calls
+    found = saved_entries_on_spark(*rest, master, conf)
+    found["page"] = [pages.joined(found["page"][0])]
+    return found
 
 
 def saved_entries_on_spark(
