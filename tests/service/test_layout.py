@@ -27,7 +27,6 @@ from neardup.service.layout import (
     LEGACY_DB,
     MANIFEST,
     SEG_PREFIX,
-    graph_name,
     merge_plan,
     read_manifest,
     read_state,
@@ -289,15 +288,21 @@ def test_readers_open_while_a_writer_commits_and_merges(tmp_path):
         assert len(reader.pages) == 197
 
 
-def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
-    import neardup.service.index as index_module
-
-    store = tmp_path / "s"
-    texts = [" ".join(f"u{j}w{i}" for i in range(60)) for j in range(20)]  # no duplicates
+def _three_batches(store) -> tuple[ServiceIndex, list[str]]:
+    """A writer after three batches of five pages (no duplicates): the fourth makes four
+    segments of one size, which it merges."""
+    texts = [" ".join(f"u{j}w{i}" for i in range(60)) for j in range(20)]
     ix = ServiceIndex(store)
     for b in range(3):
         ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(5 * b, 5 * b + 5)])
-    assert read_manifest(store).rows == [5, 5, 5]
+    return ix, texts
+
+
+def _paused_merges(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Merges that wait before writing: the first event is set when one has begun, and it
+    goes on once the second is."""
+    import neardup.service.index as index_module
+
     entered, go = threading.Event(), threading.Event()
     real = index_module.write_merged
 
@@ -307,6 +312,14 @@ def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(index_module, "write_merged", slow)
+    return entered, go
+
+
+def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
+    store = tmp_path / "s"
+    ix, texts = _three_batches(store)
+    assert read_manifest(store).rows == [5, 5, 5]
+    entered, go = _paused_merges(monkeypatch)
     fourth = threading.Thread(
         target=ix.apply, args=([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(15, 20)],)
     )
@@ -327,14 +340,15 @@ def test_a_merge_runs_outside_the_index_lock(tmp_path, monkeypatch):
     ix.close()
 
 
-def test_an_index_written_before_slots_gets_them_once(tmp_path):
+def test_an_index_written_before_slots_gets_them_once(tmp_path, monkeypatch):
     """Segments without the `slot` and `version` columns (and no graph arrays), as neardup
     wrote them before the graph was saved: a reader opens them as they are (slots in row
     order, the graph built at once); the first writer saves them once as one segment with
     slots, and saves the graph; every opening answers alike."""
     store = tmp_path / "s"
     texts = _texts(60, 3)
-    with ServiceIndex(store) as ix:
+    with monkeypatch.context() as m, ServiceIndex(store) as ix:
+        m.setattr(ServiceIndex, "_save_graph_now", lambda self: None)  # every row in segments
         for i in range(0, 60, 6):  # ten batches: several segments, some merged
             ix.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(i, i + 6)])
         ix.apply([PageUpdate(f"http://x/{j}", text=texts[j + 1]) for j in range(0, 30, 4)])
@@ -358,10 +372,8 @@ def test_an_index_written_before_slots_gets_them_once(tmp_path):
     assert read_manifest(store) == manifest  # a reader writes nothing
     with ServiceIndex(store) as ix:
         assert _everything(ix) == want and ix.scan_graph.view() == graph
-    after = read_manifest(store)
-    assert len(after.segments) == 1 and graph_name(after) is not None
-    state = read_state(store, after)
-    assert state.pages.column("slot").to_pylist() == list(range(state.pages.num_rows))
+    after = read_manifest(store)  # given slots, then saved: the save holds every row
+    assert after.segments == [] and after.meta["graph"]["pages"] == len(want)
     with ServiceIndex(store, read_only=True) as ix:
         assert _everything(ix) == want
         assert {frozenset(m) for m in ix.groups.values() if m} == groups
@@ -521,3 +533,63 @@ def test_patched_rows_are_the_source_with_the_changed_rows_put_in(
     whole = PatchedRows("m", 280, 7, np.uint32, 260, lambda slots: now[slots])
     write_arrays(tmp_path, "c", [whole])
     assert np.array_equal(read_arrays(tmp_path, "c", ("m",))["m"], want)
+
+
+def test_a_save_takes_in_the_segments_a_merge_under_way_read(tmp_path, monkeypatch):
+    """A save holds every committed row, so its version names no segment: a merge of
+    segments the save took in meanwhile commits nothing and leaves no folder, and the
+    index is whole."""
+    store = tmp_path / "s"
+    ix, texts = _three_batches(store)
+    entered, go = _paused_merges(monkeypatch)
+    batch = [PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(15, 20)]
+    failed: list[BaseException] = []
+
+    def fourth_batch() -> None:
+        try:
+            ix.apply(batch)
+        except BaseException as err:  # the batch's caller would see it
+            failed.append(err)
+
+    fourth = threading.Thread(target=fourth_batch)
+    fourth.start()
+    try:
+        assert entered.wait(30)  # four segments committed, their merge under way
+        ix._save_graph_now()
+    finally:
+        go.set()
+        fourth.join(30)
+    assert not failed
+    manifest = read_manifest(store)
+    assert manifest.segments == [] and manifest.meta["graph"]["pages"] == 20
+    assert not [p for p in store.iterdir() if p.name.startswith(SEG_PREFIX)]
+    want = _everything(ix)
+    ix.close()
+    with ServiceIndex(store, read_only=True) as reader:
+        assert _everything(reader) == want and len(want) == 20
+        assert reader.consistency_errors() == []
+
+
+def test_the_format_an_index_was_written_in(tmp_path):
+    """An index of format 2 (every row in a segment) opens and is written on as format 3
+    (a save took its segments in); a format this neardup does not know is refused with one
+    line, before anything is read or written."""
+    store = tmp_path / "s"
+    texts = _texts(12, 4)
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{j}", text=t) for j, t in enumerate(texts)])
+        want = _everything(ix)
+    raw = (store / MANIFEST).read_text()
+    assert '"format": 3' in raw
+    (store / MANIFEST).write_text(raw.replace('"format": 3', '"format": 2'))
+    with ServiceIndex(store, read_only=True) as ix:
+        assert _everything(ix) == want
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate("http://x/new", text=texts[0])])
+    assert '"format": 3' in (store / MANIFEST).read_text()
+    newer = (store / MANIFEST).read_text().replace('"format": 3', '"format": 4')
+    (store / MANIFEST).write_text(newer)
+    for read_only in (True, False):
+        with pytest.raises(ServiceError, match=r"format 4.*newer neardup"):
+            ServiceIndex(store, read_only=read_only)
+    assert (store / MANIFEST).read_text() == newer

@@ -16,8 +16,16 @@ from crawl_texts import near_copies
 
 import neardup.service.index as index_module
 from neardup.config import Settings
-from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.layout import GRAPH_PREFIX, GRAPH_SLEEP_HOOK, graph_name, read_manifest
+from neardup.service import PageUpdate, ServiceError, ServiceIndex
+from neardup.service.layout import (
+    GRAPH_PREFIX,
+    GRAPH_SLEEP_HOOK,
+    Manifest,
+    commit,
+    graph_name,
+    read_manifest,
+    write_arrays,
+)
 from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import TX_MARKER
 
@@ -86,7 +94,7 @@ def test_the_graph_opened_is_the_one_the_batches_built(
 KILL_SCRIPT = textwrap.dedent("""
     import sys
     import neardup.service.index as index_module
-    from neardup.service import PageUpdate, ServiceIndex
+    from neardup.service import PageUpdate, ServiceError, ServiceIndex
     index_module.GRAPH_EVERY_PAGES = 0  # this batch saves the graph's arrays
     ix = ServiceIndex(sys.argv[1])
     ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(sys.argv[2:])])
@@ -198,15 +206,28 @@ def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_versio
         assert names == [old, new] and _graph(ix) == built
 
 
+def _graph_only_save(ix: ServiceIndex) -> None:
+    """Save the index as neardup did before it saved its pages (issue 27): the graph's
+    arrays alone, every segment kept and named."""
+    m = ix.manifest
+    name = f"{GRAPH_PREFIX}{m.version + 1:08d}"
+    write_arrays(ix.store, name, ix.scan_graph.arrays())
+    meta = {**m.meta, "graph": {"name": name, "version": m.version}}
+    commit(ix.store, Manifest(m.version + 1, m.segments, m.rows, meta))
+
+
 def test_graph_arrays_missing_a_file_are_built_again(tmp_path, monkeypatch):
-    """A graph folder the manifest names but that lacks one of its files (not arrays this
-    neardup reads) is no error: the graph is built at once, and a writer saves it anew."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    """A graph folder (of the graph alone, as older neardups saved it) that the manifest
+    names but that lacks one of its files (not arrays this neardup reads) is no error: the
+    graph is built at once from the segments, and a writer saves it anew."""
     store = tmp_path / "s"
     texts = _texts(40, 12)
-    with ServiceIndex(store) as ix:
-        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts)])
-        built = _graph(ix)
+    with monkeypatch.context() as m:
+        m.setattr(ServiceIndex, "_save_graph_now", lambda self: None)
+        with ServiceIndex(store) as ix:
+            ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts)])
+            built = _graph(ix)
+            _graph_only_save(ix)
     old = graph_name(read_manifest(store))
     (store / old / "adj_ptr.npy").unlink()
     with ServiceIndex(store, read_only=True) as ix:
@@ -217,3 +238,20 @@ def test_graph_arrays_missing_a_file_are_built_again(tmp_path, monkeypatch):
         assert new is not None and new != old and (store / new / "adj_ptr.npy").is_file()
     with ServiceIndex(store, read_only=True) as ix:
         assert ix.graph_meta["name"] == new and _graph(ix) == built
+
+
+def test_a_saved_index_missing_a_file_is_a_clear_error(tmp_path, monkeypatch):
+    """A save holds the pages of the segments it replaced: one missing a file cannot be
+    rebuilt from them, so opening it says so, reader or writer, and writes nothing."""
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    store = tmp_path / "s"
+    texts = _texts(40, 13)
+    with ServiceIndex(store) as ix:
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts)])
+    manifest = read_manifest(store)
+    assert manifest.segments == [] and "pages" in manifest.meta["graph"]
+    (store / graph_name(manifest) / "page_skeys.npy").unlink()
+    for read_only in (True, False):
+        with pytest.raises(ServiceError, match="lacks files"):
+            ServiceIndex(store, read_only=read_only)
+    assert read_manifest(store) == manifest

@@ -1,8 +1,9 @@
 """An index opens from what it saved beside its graph (pages, groups, winners, as
 copy-on-write maps) and the rows its segments hold since (issue 27: an opening reads what
-batches wrote since the save, not every page). Each opening must be the index its batches
-built in memory, and the same as an opening that reads every segment (the older path, which
-reads no saved page): two readings of the files that share no code past the segments."""
+batches wrote since the save, not every page; the segments a save holds are gone). Each
+opening must be the index its batches built in memory, and the same as the opening of a
+twin index that took the same batches and never saved (every segment read, the older path,
+which reads no saved page): two readings of files that share no code past the segments."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from crawl_texts import near_copies
 import neardup.service.index as index_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.layout import read_manifest
+from neardup.service.index import _saved_at
+from neardup.service.layout import SEG_PREFIX, read_manifest, segment_version
 
 
 def _texts(n: int, seed: int) -> list[str]:
@@ -73,9 +75,14 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(tmp_path, mo
     store = tmp_path / "s"
     texts = _texts(120, seed)
     rng = np.random.default_rng(seed)
+    twin_store = tmp_path / "twin"  # the same batches, never saved
     saves = set()
     tails: list[int] = []
-    ix = ServiceIndex(store, Settings(max_bucket_pairs=3))
+    settings = Settings(max_bucket_pairs=3)
+    ix = ServiceIndex(store, settings)
+    with monkeypatch.context() as m:
+        m.setattr(ServiceIndex, "_save_graph_now", lambda self: None)
+        twin = ServiceIndex(twin_store, settings)
     try:
         for k, batch in enumerate(_batches(texts, rng)):
             if k % 3 == 2:  # a new writer, opened from the save and the rows since, goes on
@@ -87,18 +94,25 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(tmp_path, mo
             manifest = read_manifest(store)
             if "graph" in manifest.meta:
                 saves.add(manifest.meta["graph"]["name"])
+                # The save holds the rows of the segments before it: none is left.
+                assert all(segment_version(s) > _saved_at(manifest) for s in manifest.segments)
+            on_disk = sorted(p.name for p in store.iterdir() if p.name.startswith(SEG_PREFIX))
+            assert on_disk == sorted(manifest.segments)
             with ServiceIndex(store, read_only=True) as saved:
                 tails.append(saved.graph_tail)  # rows read from the segments
                 assert _state(saved) == built
                 assert _graph(saved) == graph
-            # The same files read the older way: every segment's rows, nothing saved.
+            # The twin's files read the older way: every segment's rows, nothing saved.
             with monkeypatch.context() as m:
-                m.setattr(index_module, "_saved_at", lambda manifest: None)
-                with ServiceIndex(store, read_only=True) as read_all:
+                m.setattr(ServiceIndex, "_save_graph_now", lambda self: None)
+                twin.apply(batch)
+                assert read_manifest(twin_store).meta.get("graph") is None
+                with ServiceIndex(twin_store, read_only=True) as read_all:
                     assert _state(read_all) == built
                     assert _graph(read_all) == graph
     finally:
         ix.close()
+        twin.close()
     assert len(saves) > 3 and any(tails) and not all(tails)  # saves and replays both
     with ServiceIndex(store, read_only=True) as ix:
         assert ix.consistency_errors() == []

@@ -389,6 +389,11 @@ class ServiceIndex:
                 return read_arrays(self.store, name, names, writable=True)
             except FileNotFoundError:
                 if read_manifest(self.store) == manifest and (self.store / name).is_dir():
+                    if saved:  # the segments it holds are gone: nothing to rebuild from
+                        raise ServiceError(
+                            f"{self.store / name}: the saved index lacks files this neardup"
+                            " reads (written by a newer neardup, or damaged)"
+                        ) from None
                     # Still named, yet lacking a file: not arrays this neardup reads; the
                     # graph is built at once instead (and a writer saves it anew).
                     raise _Unreadable(name) from None
@@ -475,15 +480,20 @@ class ServiceIndex:
             saved: dict[str, Any] = {"name": name, "version": old.version, "pages": n}
             self.graph_meta = saved
             try:
-                new = Manifest(old.version + 1, old.segments, old.rows, self._meta(self.next_group))
+                # The save holds every row of every segment (the state of `old.version`):
+                # the new version names none, so the index is on disk once, not twice.
+                new = Manifest(old.version + 1, [], [], self._meta(self.next_group))
                 commit(self.store, new)
             except BaseException:
                 self.graph_meta = before
                 raise
             self.manifest = new
         self._map_graph(saved)
-        if before is not None:
-            shutil.rmtree(self.store / str(before["name"]), ignore_errors=True)
+        # Readers that mapped the old files keep their maps; one opening meanwhile finds a
+        # file gone and reads the new version (`read_committed`).
+        gone = [*old.segments, *([str(before["name"])] if before is not None else [])]
+        for folder in gone:
+            shutil.rmtree(self.store / folder, ignore_errors=True)
         _return_freed()  # the overlay folded into the files, and the save's blocks
 
     def _map_graph(self, graph: dict[str, Any]) -> None:
@@ -896,12 +906,23 @@ class ServiceIndex:
             return None
         names = start.segments[-k:]
         name = f"{segment_name(start.version)}-merged"  # the one merge from this version
-        # It reaches the oldest segment: deleted groups have nothing older to hide.
-        merged_rows = write_merged(self.store, name, names, len(names) == len(start.segments))
+        # It reaches the oldest segment and nothing is saved: deleted groups have nothing
+        # older to hide. (A saved index's groups are older: their deletions stay.)
+        oldest = len(names) == len(start.segments) and _saved_at(start) is None
+        try:
+            merged_rows = write_merged(self.store, name, names, oldest)
+        except FileNotFoundError:
+            if self._named_at(names) is not None:
+                raise
+            merged_rows = -1  # a save took them in and removed their files meanwhile
         with self._commit_lock:
+            at = self._named_at(names)
+            if at is None or merged_rows < 0:
+                # A save took the segments in meanwhile (it holds their rows): nothing to do.
+                for folder in (name, f"{name}.tmp"):
+                    shutil.rmtree(self.store / folder, ignore_errors=True)
+                return None
             cur = self.manifest
-            at = len(start.segments) - k
-            assert cur.segments[at : at + k] == names, "a segment moved during a merge"
             new = Manifest(
                 cur.version + 1,
                 [*cur.segments[:at], name, *cur.segments[at + k :]],
@@ -914,11 +935,30 @@ class ServiceIndex:
             shutil.rmtree(self.store / gone, ignore_errors=True)
         return merged_rows
 
+    def _named_at(self, names: list[str]) -> int | None:
+        """Where the committed version names the segments `names`, in a row; None when it
+        does not (a save took them in)."""
+        segments = self.manifest.segments
+        at = segments.index(names[0]) if names[0] in segments else -1
+        return at if at >= 0 and segments[at : at + len(names)] == names else None
+
     # ---------------------------------------------------------------- checks
 
     def consistency_errors(self) -> list[str]:
         """Invariants of the last committed version (used by tests and after a crash)."""
-        return invariant_errors(read_committed(self.store, self.manifest)[1])
+        return invariant_errors(self.committed_state())
+
+    def committed_state(self) -> Segment:
+        """Every page and group row of the last committed version, as one segment (its
+        rows' version: that version's): read by a new read-only opening of the files (the
+        save and the segments since), so it is what the files hold, not this copy's
+        memory. The segments alone no longer hold it once a save took them in."""
+        with ServiceIndex(self.store, read_only=True) as copy:
+            live = {g for g, members in copy.groups.items() if members}
+            version = copy.manifest.version
+            return segment_rows(
+                copy.pages, copy.groups, copy.winners, set(copy.pages), live, set(), version
+            )
 
 
 class _Unreadable(Exception):

@@ -12,11 +12,16 @@ the rows were not files another engine could read. Now the store folder holds:
         signatures.npy      their min-hash sketches, one (rows, num_perm) uint32 matrix
         dim_lengths.npy     their words per sub-dictionary, (rows, dims) int32
         groups.parquet      the group rows the batch rewrote; a null winner deletes one
-    graph-000001/ ...       the scan graph's sorted arrays (`.npy`) as of one version,
-                            by page slot (`scangraph.ScanGraph.arrays`), memory-mapped on
-                            opening; the manifest's "graph" names it and its version
+    graph-000001/ ...       the index saved as of one version (the manifest's "graph"
+                            names it and that version): the scan graph's sorted arrays
+                            (`scangraph.ScanGraph.arrays`), the page table by slot, the
+                            groups and winners (`.npy`), memory-mapped on opening
 
-A page's state is its row in the newest segment that holds it (likewise a group's). A batch
+A save holds every row of the segments committed before it, so the version that commits it
+names no segment (format 3; an index of format 2 kept them, and is written on as 3): the
+index is on disk once, and the segments are what batches wrote since the last save. A
+page's state is its row in the newest segment that holds it, else the save's (likewise a
+group's). A batch
 writes a new segment folder beside the others (`.tmp`, then renamed) and then the manifest
 (written to a temporary file and `os.replace`d), so a reader sees the previous version or the
 next, never half of one, and a kill at any moment leaves the last committed manifest: a
@@ -54,7 +59,10 @@ if sys.platform != "win32":
 
 MANIFEST = "manifest.json"
 LOCK_NAME = "writer.lock"
-FORMAT = 2  # 1 was the DuckDB file (`LEGACY_DB`)
+# 1 was the DuckDB file (`LEGACY_DB`); 2 kept every page's row in a segment; 3 drops the
+# segments a save holds (older neardups, which read only segments, refuse it by this number).
+FORMAT = 3
+READ_FORMATS = (2, 3)
 LEGACY_DB = "service.duckdb"
 SEG_PREFIX = "seg-"
 GRAPH_PREFIX = "graph-"
@@ -209,8 +217,11 @@ def read_manifest(store: Path) -> Manifest | None:
         return None
     except (OSError, ValueError) as err:
         raise ServiceError(f"{store / MANIFEST}: unreadable ({err})") from None
-    if raw.get("format") != FORMAT:
-        raise ServiceError(f"{store / MANIFEST}: format {raw.get('format')!r}, not {FORMAT}")
+    if raw.get("format") not in READ_FORMATS:
+        raise ServiceError(
+            f"{store / MANIFEST}: format {raw.get('format')!r}, not one of {READ_FORMATS}"
+            " (an index written by a newer neardup?)"
+        )
     meta = {k: v for k, v in raw.items() if k not in ("format", "version", "segments", "rows")}
     return Manifest(int(raw["version"]), list(raw["segments"]), list(raw["rows"]), meta)
 
