@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from neardup.service.layout import write_arrays
-from neardup.service.saved_search import Found, hits, search_saved
+from neardup.service.saved_search import Found, PairsToScore, hits, score_saved, search_saved
 
 
 def _plain(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> set[tuple[int, int]]:
@@ -55,3 +55,28 @@ def test_searched_entries_are_the_arrays_entries_for_the_keys(tmp_path, seed):
     assert searched == 0
     pairs = {(int(asked_fp[q]), int(v)) for q, v in zip(at, vals, strict=True)}
     assert pairs == _plain(fp, slot, asked_fp)
+
+
+@pytest.mark.parametrize(("seed", "parts"), [(0, 1), (1, 3), (2, 7)])
+def test_pairs_scored_where_the_sketches_are_saved(tmp_path, seed, parts):
+    """`score_saved` (an executor's work) over the pairs cut into runs: each pair's share
+    of equal values, counted here position by position, with the changed sketches that go
+    with the pairs taking the place of the saved rows."""
+    rng = np.random.default_rng(seed)
+    saved = rng.integers(0, 4, (60, 16)).astype(np.uint32)  # few values: many equal
+    write_arrays(tmp_path, "g", [("page_sigs", saved)])
+    now = saved.copy()
+    fresh = np.sort(rng.choice(60, 15, replace=False)).astype(np.int64)
+    now[fresh] = rng.integers(0, 4, (15, 16)).astype(np.uint32)
+    a = rng.integers(0, 60, 90).astype(np.int64)
+    b = rng.integers(0, 60, 90).astype(np.int64)
+    pairs = PairsToScore(a, b, fresh, now[fresh])
+    got = np.concatenate([score_saved(tmp_path / "g", run) for run in pairs.cut(parts)])
+    want = [
+        sum(int(x == y) for x, y in zip(now[i], now[j], strict=True)) / 16
+        for i, j in zip(a, b, strict=True)
+    ]
+    assert got.dtype == np.float64 and got.tolist() == want
+    assert [run.a.size for run in pairs.cut(parts)] == np.diff(
+        np.linspace(0, 90, parts + 1).astype(int)
+    ).tolist()

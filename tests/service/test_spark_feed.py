@@ -111,9 +111,11 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
 ):
     """Each batch a Spark add applies to a saved index takes the entries of the saved band
     index, classes and page keys its keys need from the executors' search of the saved
-    files: the applying process searches none of them itself (the guess of the keys,
-    `ServiceIndex.saved_queries`, covers them), and the index is the one the embedded
-    engine writes."""
+    files, and has the pairs of sketches it compares (candidates, losers against winners)
+    compared by the executors: the applying process searches none of those arrays and
+    compares no saved sketch itself (the guess of the keys, `ServiceIndex.saved_queries`,
+    covers them), removals included, and the index is the one the embedded engine writes,
+    which compares saved sketches in its own process."""
     files = list(demo_crawl.warc_paths)
     stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
     for store in stores.values():
@@ -124,28 +126,44 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     def searched(graph, pages) -> int:
         return graph.buckets.base_searches + graph.class_searches + pages.key_searches
 
-    def spy(self, prepared, t0=None, found=None):
+    def spy(self, prepared, t0=None, found=None, score=None):
         graph, pages = self.scan_graph, self.pages  # (a save during the batch maps new ones)
-        before = searched(graph, pages)
-        got = real(self, prepared, t0, found)
-        applied.append((found is not None, searched(graph, pages) - before))
+        before, compared = searched(graph, pages), pages.saved_rows_compared
+        sent: list[int] = []
+
+        def counted(folder, pairs):
+            sent.append(int(pairs.a.size))
+            return score(folder, pairs)
+
+        got = real(self, prepared, t0, found, None if score is None else counted)
+        here = pages.saved_rows_compared - compared
+        applied.append((found is not None, score is not None, searched(graph, pages) - before))
+        compares.append((score is not None, here, sum(sent)))
         return got
 
+    compares: list[tuple[bool, int, int]] = []
     # Then pages of the index sent again with texts of their own: they leave their buckets
-    # (the keys they are filed under) and enter others.
+    # (the keys they are filed under) and enter others; and pages removed.
     with ServiceIndex(stores["spark"], read_only=True) as ix:
         urls = sorted(ix.pages)[::7][:12]
+        gone = [u for g, m in ix.groups.items() if len(m) > 2 for u in sorted(m)[:1]][:3]
+    assert gone
     texts = {u: " ".join(f"v{i}y{j}" for j in range(90)) for i, u in enumerate(urls)}
     change = tmp_path / "changed.jsonl"
     change.write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in texts.items()))
     monkeypatch.setattr(ServiceIndex, "apply_prepared", spy)
     add_files(stores["spark"], files[1:], batch=5, engine="spark", workers=1)
-    add_files(stores["spark"], [change], engine="spark")
-    preloaded = [searched for was, searched in applied if was]
+    add_files(stores["spark"], [change], engine="spark", remove=gone)
+    preloaded = [searched for was, _, searched in applied if was]
     assert len(preloaded) >= 2 and sum(preloaded) == 0
-    monkeypatch.setattr(ServiceIndex, "apply_prepared", real)
+    on_spark = [(here, sent) for elsewhere, here, sent in compares if elsewhere]
+    assert len(on_spark) == len(compares) >= 3  # removals too
+    assert sum(here for here, _ in on_spark) == 0 and sum(sent for _, sent in on_spark) > 0
+    compares.clear()
     add_files(stores["embedded"], files[1:], batch=5, workers=1)
-    add_files(stores["embedded"], [change])
+    add_files(stores["embedded"], [change], remove=gone)
+    assert sum(here for _, here, _ in compares) > 0  # compared here, and counted
+    monkeypatch.setattr(ServiceIndex, "apply_prepared", real)
     assert _state(stores["spark"]) == _state(stores["embedded"])
 
 

@@ -151,12 +151,15 @@ def compute_batch(
         tp = ix.pages.get(target)
         if tp is not None and tp.group_id is not None:
             touched.add(tp.group_id)
+    elected: list[int] = []
     for gid in sorted(touched):
         if not ix.groups.get(gid):
             ix.groups.pop(gid, None)
             ix.winners.pop(gid, None)
             continue
-        dirty.update(_elect(ix, gid))
+        _elect(ix, gid)
+        elected.append(gid)
+    dirty.update(_check_against_winners(ix, elected))
     rep.groups_touched = len(touched)
     if len(ix.store_rows):  # the length grid (tier 2's partitions) follows the index
         ix.store_rows.fit()
@@ -190,9 +193,8 @@ def _claim(ix: ServiceIndex, olds: list[int | None], claimed: set[int]) -> int:
     return gid
 
 
-def _elect(ix: ServiceIndex, gid: int) -> set[str]:
-    """Elect the group's winner and verify each loser against it; returns the pages whose
-    row changed."""
+def _elect(ix: ServiceIndex, gid: int) -> None:
+    """Elect the group's winner (its members' popularity and URLs: no sketch read)."""
     members = sorted(ix.groups[gid])
     if len(members) == 1:  # most groups: the page wins alone
         winner = members[0]
@@ -200,16 +202,34 @@ def _elect(ix: ServiceIndex, gid: int) -> set[str]:
         popularity = [ix.popularity(u) for u in members]
         winner = members[elect(members, popularity, ix.options.preferred_suffixes)[0]]
     ix.winners[gid] = winner
-    refs = [ix.pages[url] for url in members]  # one lookup a member
-    wsig = refs[members.index(winner)].signature
+
+
+def _check_against_winners(ix: ServiceIndex, gids: list[int]) -> set[str]:
+    """Verify each loser of the groups `gids` against its winner, every group's pairs
+    compared at once (`PageTable.resemblance`: on a Spark add, where the saved sketches
+    are); returns the pages whose row changed."""
+    pages = ix.pages
+    urls: list[str] = []
+    group: list[int] = []
+    slot: list[int] = []
+    winner_slot: list[int] = []
+    for gid in gids:
+        members = sorted(ix.groups[gid])
+        refs = [pages[url] for url in members]  # one lookup a member
+        w = refs[members.index(ix.winners[gid])].slot
+        for url, p in zip(members, refs, strict=True):
+            urls.append(url)
+            group.append(gid)
+            slot.append(p.slot)
+            winner_slot.append(w)
+    slots, wins = np.array(slot, np.int64), np.array(winner_slot, np.int64)
+    verified = slots == wins
+    pair = ~verified & pages.has_sig[slots] & pages.has_sig[wins]
+    if pair.any():
+        verified[pair] = pages.resemblance(slots[pair], wins[pair]) >= ix.threshold
     changed = set()
-    for url, p in zip(members, refs, strict=True):
-        verified = url == winner or (
-            p.signature is not None
-            and wsig is not None
-            and float((p.signature == wsig).mean()) >= ix.threshold
-        )
-        if p.verified != verified or p.group_id != gid:
+    for url, gid, s, ok in zip(urls, group, slot, verified.tolist(), strict=True):
+        if pages.verified[s] != ok or pages.group[s] != gid:
             changed.add(url)
-        p.group_id, p.verified = gid, verified
+        pages.group[s], pages.verified[s] = gid, ok
     return changed

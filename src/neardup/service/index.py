@@ -33,7 +33,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
 from neardup.service.pages import PAGE_ARRAYS, PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
-from neardup.service.saved_search import Found
+from neardup.service.saved_search import Found, PairsToScore
 from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph, saved_node_keys
 from neardup.service.storage import (
     MAX_REDIRECTS,
@@ -789,11 +789,13 @@ class ServiceIndex:
         prepared: PreparedBatch,
         t0: float | None = None,
         found: dict[str, list[Found]] | None = None,
+        score: Callable[[Path, PairsToScore], np.ndarray] | None = None,
     ) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
         settings (elsewhere: another process, while this one applies the previous batch).
         `found`: the saved arrays' entries for the keys `saved_queries` named, searched
-        elsewhere; the batch reads those instead of searching the files here."""
+        elsewhere; the batch reads those instead of searching the files here. `score`: where
+        the pairs whose saved sketches the batch compares go (`PageTable.resemblance`)."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
@@ -804,6 +806,7 @@ class ServiceIndex:
                     if found is not None:
                         graph.buckets.preload(found["band"])
                         graph.found, pages.found = found["class"][0], found["page"][0]
+                    pages.score_elsewhere = score
                     report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                     self._write(dirty_pages, dirty_groups, dropped)
                     self.pages.settle()
@@ -815,6 +818,7 @@ class ServiceIndex:
                 finally:
                     graph.buckets.unload()
                     graph.found = pages.found = None
+                    pages.score_elsewhere = None
             # After the lock: saving the graph only reads it, as reads do, so they need not
             # wait for it (the next batch does, holding `_writing`).
             if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):

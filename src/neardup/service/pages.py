@@ -17,13 +17,13 @@ touches). Removed pages keep their slot (and their row in the files), as before.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from neardup.kernels import SIGNATURE_DTYPE
+from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.layout import (
@@ -34,7 +34,7 @@ from neardup.service.layout import (
     rows_read,
     string_blocks,
 )
-from neardup.service.saved_search import Found, hits
+from neardup.service.saved_search import Found, PairsToScore, hits
 
 _NONE = -1  # group id of a page without a group
 _SEEN_MAX = 65_536  # slots remembered from lookups, at the most
@@ -69,6 +69,13 @@ class PageTable:
         self.found: Found | None = None
         self._skeys_saved = False
         self.key_searches = 0
+        # Where the saved sketches are compared for a batch (`resemblance`), when not here:
+        # a function of the save's folder and the pairs (a Spark add's executors); the
+        # slots whose sketch row is not the save's since (`set_signature`, `apply_rows`);
+        # the saved rows compared here, counted.
+        self.score_elsewhere: Callable[[Path, PairsToScore], np.ndarray] | None = None
+        self.sig_changed: set[int] = set()
+        self.saved_rows_compared = 0
         self._alloc(0)
 
     # ------------------------------------------------------------ columns
@@ -265,6 +272,7 @@ class PageTable:
         m_sigs, m_lens = np.asarray(sigs)[order], np.asarray(lens)[order]
         lens_fit = m_lens.shape[1:] == (self.dims,)
         targets = picked.column("redirect_to").to_pylist()
+        self.sig_changed.update(slots.tolist())
         for i, (slot, target) in enumerate(zip(slots.tolist(), targets, strict=True)):
             self.sigs[slot] = m_sigs[i]
             self.lens[slot] = m_lens[i] if lens_fit else 0
@@ -413,10 +421,28 @@ class PageTable:
     def signature(self, slot: int) -> np.ndarray | None:
         return self.sigs[slot] if self.has_sig[slot] else None
 
+    def resemblance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The estimated resemblance (`estimate_resemblance`: the share of equal min-hash
+        values, float64) of the sketches of slots `a[i]` and `b[i]`: what verification and
+        each loser's check against its winner test. With `score_elsewhere` (a Spark add),
+        the pairs go where the saved sketches are, with the rows changed since the save:
+        this process then reads none of the saved ones."""
+        saved = self.saved_from[1] if self.saved_from is not None else 0
+        ends = sorted_distinct(np.concatenate([a, b]))
+        changed = np.fromiter(self.sig_changed, np.int64, len(self.sig_changed))
+        fresh = (ends >= saved) | np.isin(ends, changed)
+        if self.score_elsewhere is not None and not fresh.all():
+            assert self.saved_from is not None
+            pairs = PairsToScore(a, b, ends[fresh], self.sigs[ends[fresh]])
+            return self.score_elsewhere(self.saved_from[0], pairs)
+        self.saved_rows_compared += int(fresh.size - np.count_nonzero(fresh))
+        return np.asarray(estimate_resemblance(self.sigs[a], self.sigs[b]), np.float64).reshape(-1)
+
     def set_signature(
         self, slot: int, sig: np.ndarray | None, length: int, lens: np.ndarray | None
     ) -> None:
         """A page's sketch, word length and tier-2 lengths (None: it has none)."""
+        self.sig_changed.add(slot)
         self.length[slot] = length
         if sig is None:
             self.has_sig[slot] = False

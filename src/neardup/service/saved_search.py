@@ -1,5 +1,6 @@
-"""The index's saved sorted arrays searched elsewhere (issue 27: Spark's executors search
-the saved index for a batch, the process that applies it reads their answer).
+"""The index's saved arrays read elsewhere (issue 27: Spark's executors search the saved
+index for a batch and compare its saved sketches, the process that applies it reads their
+answer).
 
 Three lookups of a batch go to arrays that the save writes sorted by key and that grow with
 the index: the band index (`band_keys` with each entry's node, a row a table), the classes
@@ -9,16 +10,23 @@ they can be searched where the files are, a range of keys a task, and the answer
 the lookups (`Found`). A lookup answers the keys it was handed from them and searches the
 saved array itself for any other key (counted), so a guess of the keys that falls short
 costs time, never the answer.
+
+The sketches a batch compares (its candidates, each group's members against its winner)
+are the largest part of a page and are read at random: `PairsToScore` asks where the saved
+sketches are for the resemblance of each pair, handing over the sketches that changed
+since the save, so the process that applies a batch reads none of the saved ones.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
 from neardup.kernels.lsh import key_hits
+from neardup.kernels.minhash import estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
 
 # What is searched: a name -> the saved files of its sorted keys and of their values.
@@ -95,3 +103,47 @@ def search_saved(
             got.append((q[at], np.asarray(found)))
         out[name] = got
     return out
+
+
+@dataclass(frozen=True)
+class PairsToScore:
+    """Pairs of pages whose sketches are compared (verification's candidates, a group's
+    members against its winner), asked of where the saved sketches are: the slots of each
+    pair (`a[i]`, `b[i]`), and the sketches of the slots whose row is not the save's
+    (`fresh`, sorted; written since the save or by the batch): those go with the pairs."""
+
+    a: np.ndarray
+    b: np.ndarray
+    fresh: np.ndarray
+    fresh_sigs: np.ndarray
+
+    def cut(self, parts: int) -> list[PairsToScore]:
+        """The pairs in `parts` runs, each with the fresh sketches its pairs need."""
+        bounds = np.linspace(0, self.a.size, parts + 1).astype(np.int64)
+        out = []
+        for lo, hi in pairwise(bounds.tolist()):
+            a, b = self.a[lo:hi], self.b[lo:hi]
+            need = np.isin(self.fresh, np.concatenate([a, b]))
+            out.append(PairsToScore(a, b, self.fresh[need], self.fresh_sigs[need]))
+        return out
+
+
+def score_saved(folder: Path, pairs: PairsToScore) -> np.ndarray:
+    """Where the files are (an executor): the estimated resemblance of each pair
+    (`estimate_resemblance`, float64), a sketch taken from `pairs.fresh_sigs` where its slot
+    is fresh, else from the save's `page_sigs.npy` (only the rows asked are read)."""
+    saved = np.load(folder / "page_sigs.npy", mmap_mode="r")
+
+    def rows(slots: np.ndarray) -> np.ndarray:
+        out = np.empty((slots.size, saved.shape[1]), saved.dtype)
+        at = np.searchsorted(pairs.fresh, slots)
+        fresh = at < pairs.fresh.size
+        fresh[fresh] = pairs.fresh[at[fresh]] == slots[fresh]
+        out[fresh] = pairs.fresh_sigs[at[fresh]]
+        stale = np.flatnonzero(~fresh)
+        order = np.argsort(slots[stale], kind="stable")  # the file read in slot order
+        out[stale[order]] = saved[slots[stale][order]]
+        return out
+
+    got = estimate_resemblance(rows(pairs.a), rows(pairs.b))
+    return np.asarray(got, np.float64).reshape(-1)

@@ -566,8 +566,8 @@ class ScanGraph:
             return changed
         packed = np.array(todo, np.int64)
         a, b = packed >> 32, packed & _LOW32
-        sim, agree = pair_scores(self.pages.sigs[a], self.pages.sigs[b])
-        ok = passes(sim, agree, self.settings.threshold, False)
+        sim = self.pages.resemblance(a, b)  # where the saved sketches are, on a Spark add
+        ok = passes(sim, np.full(sim.size, -1), self.settings.threshold, False)
         self.verifications += len(todo)
         for x, y, s, keep in zip(
             a.tolist(), b.tolist(), sim.astype(np.float32).tolist(), ok.tolist(), strict=True

@@ -13,9 +13,12 @@ the classes' fingerprints and the page keys, each sorted, cut into ranges, a tas
 each reading only the part of each saved array its keys fall in), so the process that
 applies does not read those files, the parts of the index that grow with it and that a
 batch searches. Applying (the batch's candidates from those entries and the changes
-since the save, verification, the touched components clustered again, winners, the new
-version committed) stays in the one process that writes the index, over its mapped files:
-its own memory is what the batches touch (docs/service.md).
+since the save, the touched components clustered again, winners, the new version
+committed) stays in the one process that writes the index, over its mapped files:
+its own memory is what the batches touch (docs/service.md). The pairs of sketches a batch
+compares (its verified candidates, each touched group's members against its winner) are
+compared on the executors too (`scores_on_spark`), which read the saved sketches where the
+files are: the applying process reads none of them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import numpy as np
 
 from neardup.config import Settings
 from neardup.service.prepare import PreparedBatch, prepare_batch
-from neardup.service.saved_search import Found
+from neardup.service.saved_search import Found, PairsToScore
 
 if TYPE_CHECKING:
     from neardup.service.index import ServiceIndex
@@ -153,6 +156,32 @@ def saved_entries_on_spark(
         ]
         for name, rows in queries.items()
     }
+
+
+def scores_on_spark(
+    folder: Path, pairs: PairsToScore, master: str | None, conf: dict[str, str] | None
+) -> np.ndarray:
+    """The resemblance of each pair of sketches a batch compares (its candidates, each
+    group's members against its winner: `PageTable.resemblance`), computed by Spark's
+    executors from the save's sketches in `folder` (storage every worker shares) and the
+    changed ones that go with the pairs: a run of pairs a task, each reading only the saved
+    rows its pairs name (`saved_search.score_saved`)."""
+    from neardup.pipeline.executors.spark.session import spark_session
+
+    context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
+    parts = max(1, min(int(context.defaultParallelism), int(pairs.a.size)))
+    tasks = context.parallelize(pairs.cut(parts), parts)
+    work = partial(_score_saved, folder=str(folder))
+    got = [pickle.loads(b) for b in _run(context, tasks, work, list(range(parts)))]
+    return np.concatenate(got) if got else np.empty(0, np.float64)
+
+
+def _score_saved(tasks: Iterable[PairsToScore], folder: str) -> Iterator[bytes]:
+    """On an executor: the resemblance of one run of pairs, pickled."""
+    from neardup.service.saved_search import score_saved
+
+    for pairs in tasks:
+        yield pickle.dumps(score_saved(Path(folder), pairs))
 
 
 def _search_saved(tasks: Iterable[dict[str, list[np.ndarray]]], folder: str) -> Iterator[bytes]:
