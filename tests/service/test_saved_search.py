@@ -80,3 +80,29 @@ def test_pairs_scored_where_the_sketches_are_saved(tmp_path, seed, parts):
     assert [run.a.size for run in pairs.cut(parts)] == np.diff(
         np.linspace(0, 90, parts + 1).astype(int)
     ).tolist()
+
+
+def test_saved_nodes_keys_come_with_the_page_keys_found(tmp_path):
+    """With the band index's shape, a search of page keys also gives, for the pages found
+    that the saved graph holds as nodes, the band keys of their saved sketches: each
+    checked against `lsh_keys` of that row, and no key for a page that is no node."""
+    from neardup.pipeline.steps.near_pairs import lsh_keys
+    from neardup.service.saved_search import NODE_KEYS
+
+    rng = np.random.default_rng(5)
+    n = 50
+    sigs = rng.integers(0, 2**32, (n, 32), dtype=np.uint64).astype(np.uint32)
+    node = rng.random(n + 10) < 0.5  # saved with room after the pages
+    keys = rng.integers(-(2**40), 2**40, n).astype(np.int64)
+    order = np.argsort(keys)
+    write_arrays(
+        tmp_path,
+        "g",
+        [("page_sigs", sigs), ("node", node), ("page_skeys", keys[order]), ("page_sslots", order)],
+    )
+    asked = np.sort(keys[rng.choice(n, 20, replace=False)])
+    got = search_saved(tmp_path / "g", {"page": [asked]}, (4, 8))
+    slots, found = got[NODE_KEYS][0]
+    found_slots = np.sort(order[np.isin(keys[order], asked)])
+    assert slots.tolist() == [s for s in found_slots.tolist() if node[s]]
+    assert np.array_equal(found, lsh_keys(sigs[slots], None, 4, 8))

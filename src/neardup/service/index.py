@@ -739,7 +739,10 @@ class ServiceIndex:
         return prepare_batch(updates, self.settings, self.options.dims, by_url=True)
 
     def saved_queries(
-        self, prepared: PreparedBatch, pages: Found | None = None
+        self,
+        prepared: PreparedBatch,
+        pages: Found | None = None,
+        node_keys: dict[int, np.ndarray] | None = None,
     ) -> tuple[Path, dict[str, list[np.ndarray]]] | None:
         """Where the index is saved (the graph folder) and the keys the batch will look up
         in its saved sorted arrays (`saved_search.SEARCHED`), a list of sorted keys a row,
@@ -749,7 +752,8 @@ class ServiceIndex:
         redirects lead to; then, with those keys' entries (`pages`), what needs the stored
         pages' slots: the band keys a table (`ScanGraph.batch_keys`), the classes'
         fingerprints (its sketches' and those of the classes its stored pages are in), and
-        the page keys of where its stored pages redirected to."""
+        the page keys of where its stored pages redirected to. `node_keys`: the band keys of
+        saved nodes, computed elsewhere from their saved sketches (`ScanGraph.saved_keys`)."""
         if self.graph_meta is None:
             return None
         folder = self.store / str(self.graph_meta["name"])
@@ -777,8 +781,13 @@ class ServiceIndex:
         )
         redirect = self.pages.redirect
         old_targets = [url_key(redirect[s]) for s in slots.tolist() if s in redirect]
+        graph.saved_keys = node_keys
+        try:
+            band = graph.batch_keys(matrix, slots)
+        finally:
+            graph.saved_keys = None
         queries = {
-            "band": graph.batch_keys(matrix, slots),
+            "band": band,
             "class": [sorted_distinct(fps)],
             "page": [sorted_distinct(np.array(old_targets, np.int64))],
         }
@@ -790,12 +799,15 @@ class ServiceIndex:
         t0: float | None = None,
         found: dict[str, list[Found]] | None = None,
         score: Callable[[Path, PairsToScore], np.ndarray] | None = None,
+        node_keys: dict[int, np.ndarray] | None = None,
     ) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
         settings (elsewhere: another process, while this one applies the previous batch).
         `found`: the saved arrays' entries for the keys `saved_queries` named, searched
         elsewhere; the batch reads those instead of searching the files here. `score`: where
-        the pairs whose saved sketches the batch compares go (`PageTable.resemblance`)."""
+        the pairs whose saved sketches the batch compares go (`PageTable.resemblance`).
+        `node_keys`: the band keys of saved nodes, from their saved sketches, computed
+        elsewhere (`ScanGraph.saved_keys`)."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
@@ -807,6 +819,7 @@ class ServiceIndex:
                         graph.buckets.preload(found["band"])
                         graph.found, pages.found = found["class"][0], found["page"][0]
                     pages.score_elsewhere = score
+                    graph.saved_keys = node_keys
                     report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
                     self._write(dirty_pages, dirty_groups, dropped)
                     self.pages.settle()
@@ -819,6 +832,7 @@ class ServiceIndex:
                     graph.buckets.unload()
                     graph.found = pages.found = None
                     pages.score_elsewhere = None
+                    graph.saved_keys = None
             # After the lock: saving the graph only reads it, as reads do, so they need not
             # wait for it (the next batch does, holding `_writing`).
             if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):

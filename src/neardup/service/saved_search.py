@@ -28,6 +28,7 @@ import numpy as np
 from neardup.kernels.lsh import key_hits
 from neardup.kernels.minhash import estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
+from neardup.pipeline.steps.near_pairs import lsh_keys
 
 # What is searched: a name -> the saved files of its sorted keys and of their values.
 SEARCHED = {
@@ -84,12 +85,14 @@ def hits(
 
 
 def search_saved(
-    folder: Path, queries: dict[str, list[np.ndarray]]
+    folder: Path, queries: dict[str, list[np.ndarray]], shape: tuple[int, int] | None = None
 ) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     """Where the files are (an executor): the entries of each saved array `SEARCHED` names
     for the keys `queries[name][row]` (sorted) of each of its rows (the band index has a row
     a table, the others one): (keys, values) a row. Reads only the pages of the maps the
-    binary searches land on."""
+    binary searches land on. With `shape` (bands, rows), also `NODE_KEYS`: the pages found
+    by their keys that the saved graph holds as nodes, with the band keys of their saved
+    sketches (the keys the saved band index files them under), (slots, keys)."""
     out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for name, rows in queries.items():
         key_file, value_file = SEARCHED[name]
@@ -102,6 +105,9 @@ def search_saved(
             at, found = key_hits(keys[row], values[row], q)
             got.append((q[at], np.asarray(found)))
         out[name] = got
+    if shape is not None and "page" in out:
+        slots = np.concatenate([values for _, values in out["page"]]).astype(np.int64)
+        out[NODE_KEYS] = [node_keys_in_files(folder, sorted_distinct(slots), *shape)]
     return out
 
 
@@ -147,3 +153,18 @@ def score_saved(folder: Path, pairs: PairsToScore) -> np.ndarray:
 
     got = estimate_resemblance(rows(pairs.a), rows(pairs.b))
     return np.asarray(got, np.float64).reshape(-1)
+
+
+NODE_KEYS = "node_keys"  # what `search_saved` adds with a shape: saved nodes' band keys
+
+
+def node_keys_in_files(
+    folder: Path, slots: np.ndarray, bands: int, rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Of `slots` (sorted), those the saved graph holds as nodes, and the band keys of
+    their saved sketches (`lsh_keys`), read where the files are."""
+    node = np.load(folder / "node.npy", mmap_mode="r")
+    inside = slots[slots < node.shape[0]]
+    nodes = inside[np.asarray(node[inside], bool)]
+    sigs = np.load(folder / "page_sigs.npy", mmap_mode="r")
+    return nodes, lsh_keys(np.asarray(sigs[nodes]), None, bands, rows)

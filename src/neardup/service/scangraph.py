@@ -98,12 +98,22 @@ class ScanGraph:
         # `Found`, `ServiceIndex.apply_prepared`); the fingerprints searched here, counted.
         self.found: Found | None = None
         self.class_searches = 0
+        # The band keys of saved nodes, computed elsewhere from their saved sketches (a
+        # Spark add's executors), for a batch; the saved sketches read here for keys,
+        # counted.
+        self.saved_keys: dict[int, np.ndarray] | None = None
+        self.sketch_key_reads = 0
         self.pair_keys, self.pair_counts = a["pair_keys"], a["pair_counts"]
         self.pair_over: dict[int, int] = {}  # packed pair -> tables emitting it (0: none)
         self.adj_u, self.adj_v, self.adj_s = a["adj_u"], a["adj_v"], a["adj_s"]
         self.adj_ptr = a["adj_ptr"]  # node u's edges: adj_v[adj_ptr[u] : adj_ptr[u + 1]]
         self.adj_over: dict[int, dict[int, float]] = {}
         self.buckets = BandBuckets(self.bands, a["band_keys"], a["band_slots"], cap)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(bands, rows) of the band index."""
+        return self.bands, self.rows
 
     # ------------------------------------------------------------------ reading the state
 
@@ -315,8 +325,7 @@ class ScanGraph:
     def signature_changing(self, slot: int) -> None:
         """A page's sketch is about to change: a node keeps the keys it is filed under."""
         if slot < self.node.size and self.node[slot] and self.buckets.keys_of(slot) is None:
-            sig = self.pages.sigs[slot : slot + 1]
-            self.buckets.stash(slot, lsh_keys(sig, None, self.bands, self.rows)[0])
+            self.buckets.stash(slot, self._sketch_keys([slot])[0])
 
     def _keys_of(self, nodes: list[int]) -> np.ndarray:
         """The band keys each node is filed under (nodes x tables): kept by the band index,
@@ -330,8 +339,27 @@ class ScanGraph:
             else:
                 out[i] = got
         if todo:
-            slots = [nodes[i] for i in todo]
-            out[todo] = lsh_keys(self.pages.sigs[slots], None, self.bands, self.rows)
+            out[todo] = self._sketch_keys([nodes[i] for i in todo])
+        return out
+
+    def _sketch_keys(self, slots: list[int]) -> np.ndarray:
+        """The band keys of the current sketches of base nodes (len(slots) x tables): from
+        `saved_keys` where a sketch is still the saved one, else computed here (and a saved
+        row read for it, counted)."""
+        out = np.empty((len(slots), self.bands), np.int64)
+        pages, known = self.pages, self.saved_keys or {}
+        saved_n = pages.saved_from[1] if pages.saved_from is not None else 0
+        todo = []
+        for i, s in enumerate(slots):
+            got = known.get(s) if s not in pages.sig_changed else None
+            if got is None:
+                todo.append(i)
+                self.sketch_key_reads += s < saved_n and s not in pages.sig_changed
+            else:
+                out[i] = got
+        if todo:
+            sigs = pages.sigs[[slots[i] for i in todo]]
+            out[todo] = lsh_keys(sigs, None, self.bands, self.rows)
         return out
 
     def batch_keys(self, signatures: np.ndarray, slots: np.ndarray) -> list[np.ndarray]:

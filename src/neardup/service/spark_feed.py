@@ -35,7 +35,7 @@ import numpy as np
 
 from neardup.config import Settings
 from neardup.service.prepare import PreparedBatch, prepare_batch
-from neardup.service.saved_search import Found, PairsToScore
+from neardup.service.saved_search import NODE_KEYS, Found, PairsToScore
 
 if TYPE_CHECKING:
     from neardup.service.index import ServiceIndex
@@ -98,20 +98,23 @@ def sketched_on_spark(
 
 def batch_entries_on_spark(
     index: ServiceIndex, prepared: PreparedBatch, master: str | None, conf: dict[str, str] | None
-) -> dict[str, list[Found]] | None:
+) -> tuple[dict[str, list[Found]], dict[int, np.ndarray]] | None:
     """The saved index's entries for what the batch will look up in it
     (`ServiceIndex.saved_queries`), searched on the executors, for `apply_prepared`'s
-    `found`; None when the index has no save yet. Two jobs: the page keys' entries first,
-    since the other keys need the stored pages' slots."""
+    `found`, and the band keys of the saved nodes among its stored pages, computed there from
+    their saved sketches, for its `node_keys`; None when the index has no save yet. Two
+    jobs: the page keys' entries (and those nodes' keys) first, since the other keys need
+    the stored pages' slots."""
     queries = index.saved_queries(prepared)
     if queries is None:
         return None
-    pages = saved_entries_on_spark(*queries, master, conf)["page"][0]
-    rest = index.saved_queries(prepared, pages)
+    first, node_keys = saved_entries_on_spark(*queries, master, conf, index.scan_graph.shape)
+    pages = first["page"][0]
+    rest = index.saved_queries(prepared, pages, node_keys)
     assert rest is not None  # the same save: nothing is saved between the two calls
-    found = saved_entries_on_spark(*rest, master, conf)
+    found, _ = saved_entries_on_spark(*rest, master, conf)
     found["page"] = [pages.joined(found["page"][0])]
-    return found
+    return found, node_keys
 
 
 def saved_entries_on_spark(
@@ -119,14 +122,16 @@ def saved_entries_on_spark(
     queries: dict[str, list[np.ndarray]],
     master: str | None,
     conf: dict[str, str] | None,
-) -> dict[str, list[Found]]:
+    shape: tuple[int, int] | None = None,
+) -> tuple[dict[str, list[Found]], dict[int, np.ndarray]]:
     """The saved index's entries for a batch's keys (`ServiceIndex.saved_queries`: the band
     keys a table, the classes' fingerprints, the page keys, each list sorted), searched by
     Spark's executors in the save's folder `folder`, which they read where the driver does
     (storage every worker shares). Each list is cut into as many ranges of keys as the
     session runs tasks at once, a task a range of each: a task reads, of each saved sorted
     array, only the pages its keys' binary searches land on
-    (`saved_search.search_saved`)."""
+    (`saved_search.search_saved`). With `shape` (bands, rows), also the band keys of the
+    saved nodes among the pages found, by slot (empty without)."""
     from neardup.pipeline.executors.spark.session import spark_session
 
     context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
@@ -140,11 +145,17 @@ def saved_entries_on_spark(
     tasks = [
         {name: [cut(q, p) for q in rows] for name, rows in queries.items()} for p in range(parts)
     ]
-    work = partial(_search_saved, folder=str(folder))
+    work = partial(_search_saved, folder=str(folder), shape=shape)
     got = [
         pickle.loads(b)
         for b in _run(context, context.parallelize(tasks, parts), work, list(range(parts)))
     ]
+    node_keys = {
+        slot: keys
+        for g in got
+        for slots, matrix in g.get(NODE_KEYS, [])
+        for slot, keys in zip(slots.tolist(), matrix, strict=True)
+    }
     return {
         name: [
             Found.of(
@@ -155,7 +166,7 @@ def saved_entries_on_spark(
             for row, q in enumerate(rows)
         ]
         for name, rows in queries.items()
-    }
+    }, node_keys
 
 
 def scores_on_spark(
@@ -184,13 +195,15 @@ def _score_saved(tasks: Iterable[PairsToScore], folder: str) -> Iterator[bytes]:
         yield pickle.dumps(score_saved(Path(folder), pairs))
 
 
-def _search_saved(tasks: Iterable[dict[str, list[np.ndarray]]], folder: str) -> Iterator[bytes]:
+def _search_saved(
+    tasks: Iterable[dict[str, list[np.ndarray]]], folder: str, shape: tuple[int, int] | None
+) -> Iterator[bytes]:
     """On an executor: the saved index's entries for one range of each list of keys,
     pickled."""
     from neardup.service.saved_search import search_saved
 
     for queries in tasks:
-        yield pickle.dumps(search_saved(Path(folder), queries))
+        yield pickle.dumps(search_saved(Path(folder), queries, shape))
 
 
 def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:
