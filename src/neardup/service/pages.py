@@ -71,10 +71,9 @@ class PageTable:
         self.key_searches = 0
         # Where the saved sketches are compared for a batch (`resemblance`), when not here:
         # a function of the save's folder and the pairs (a Spark add's executors); the
-        # slots whose sketch row is not the save's since (`set_signature`, `apply_rows`);
-        # the saved rows compared here, counted.
+        # saved rows compared here, counted. `sig_changed` (by slot, `_alloc`): whether a
+        # slot's sketch row is no longer the save's (`set_signature`, `apply_rows`).
         self.score_elsewhere: Callable[[Path, PairsToScore], np.ndarray] | None = None
-        self.sig_changed: set[int] = set()
         self.saved_rows_compared = 0
         self._alloc(0)
 
@@ -94,6 +93,7 @@ class PageTable:
         self.has_sfp = np.zeros(cap, bool)
         self.n_tokens = np.zeros(cap, np.int32)
         self.key = np.zeros(cap, np.int64)
+        self.sig_changed = np.zeros(cap, bool)  # not saved: a save makes every row its own
         self.sigs = SlotRows(self.num_perm, SIGNATURE_DTYPE)
         self.lens = SlotRows(self.dims, np.int32)
         self.sigs.reserve(cap)
@@ -122,7 +122,7 @@ class PageTable:
         if need <= self.cap:
             return
         cap = max(need, self.cap + self.cap // 2, 1024)
-        for name in self._COLUMNS:
+        for name in (*self._COLUMNS, "sig_changed"):
             old = getattr(self, name)
             new = np.zeros((cap, *old.shape[1:]), old.dtype)
             if name == "group":
@@ -233,6 +233,7 @@ class PageTable:
         for name in cls._COLUMNS:
             setattr(t, name, a[f"page_{name}"])
         t.cap, t.n = int(a["page_key"].size), n
+        t.sig_changed = np.zeros(t.cap, bool)
         t.saved_from = (folder, n)
         t.sigs = SlotRows(num_perm, SIGNATURE_DTYPE, a["page_sigs"])
         t.lens = SlotRows(dims, np.int32, a["page_lens"])
@@ -272,7 +273,7 @@ class PageTable:
         m_sigs, m_lens = np.asarray(sigs)[order], np.asarray(lens)[order]
         lens_fit = m_lens.shape[1:] == (self.dims,)
         targets = picked.column("redirect_to").to_pylist()
-        self.sig_changed.update(slots.tolist())
+        self.sig_changed[slots] = True
         for i, (slot, target) in enumerate(zip(slots.tolist(), targets, strict=True)):
             self.sigs[slot] = m_sigs[i]
             self.lens[slot] = m_lens[i] if lens_fit else 0
@@ -429,8 +430,7 @@ class PageTable:
         this process then reads none of the saved ones."""
         saved = self.saved_from[1] if self.saved_from is not None else 0
         ends = sorted_distinct(np.concatenate([a, b]))
-        changed = np.fromiter(self.sig_changed, np.int64, len(self.sig_changed))
-        fresh = (ends >= saved) | np.isin(ends, changed)
+        fresh = (ends >= saved) | self.sig_changed[ends]
         if self.score_elsewhere is not None and not fresh.all():
             assert self.saved_from is not None
             pairs = PairsToScore(a, b, ends[fresh], self.sigs[ends[fresh]])
@@ -442,7 +442,7 @@ class PageTable:
         self, slot: int, sig: np.ndarray | None, length: int, lens: np.ndarray | None
     ) -> None:
         """A page's sketch, word length and tier-2 lengths (None: it has none)."""
-        self.sig_changed.add(slot)
+        self.sig_changed[slot] = True
         self.length[slot] = length
         if sig is None:
             self.has_sig[slot] = False

@@ -351,10 +351,10 @@ class ScanGraph:
         saved_n = pages.saved_from[1] if pages.saved_from is not None else 0
         todo = []
         for i, s in enumerate(slots):
-            got = known.get(s) if s not in pages.sig_changed else None
+            got = None if pages.sig_changed[s] else known.get(s)
             if got is None:
                 todo.append(i)
-                self.sketch_key_reads += s < saved_n and s not in pages.sig_changed
+                self.sketch_key_reads += s < saved_n and not pages.sig_changed[s]
             else:
                 out[i] = got
         if todo:
