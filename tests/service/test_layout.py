@@ -498,7 +498,7 @@ def test_patched_rows_are_the_source_with_the_changed_rows_put_in(
     rows where unchanged, the changed and new rows from memory, zeros after; by the kernel's
     file-to-file copy or, where the file system has none, through the process."""
     import neardup.service.layout as layout_module
-    from neardup.service.layout import PatchedRows, read_arrays, write_arrays
+    from neardup.service.layout import PatchedRows, part_file, write_arrays
 
     rng = np.random.default_rng(1)
     old = rng.integers(0, 2**32, size=(300, 7), dtype=np.uint32)  # 250 rows and room
@@ -514,25 +514,41 @@ def test_patched_rows_are_the_source_with_the_changed_rows_put_in(
             raise OSError("not here")
 
         monkeypatch.setattr(layout_module.os, "copy_file_range", no_copy)
-    patched = PatchedRows(
-        "m",
-        280,
-        7,
-        np.uint32,
-        260,
-        lambda slots: now[slots],
-        tmp_path / "a" / "m.npy",
-        250,
-        changed,
-    )
-    write_arrays(tmp_path, "b", [patched])
     want = np.zeros((280, 7), np.uint32)
     want[:260] = now
-    assert np.array_equal(read_arrays(tmp_path, "b", ("m",))["m"], want)
+    # A save in partitions of 40 rows of the same 250 rows (with room after them).
+    write_arrays(
+        tmp_path, "p", [PatchedRows("m", 300, 7, np.uint32, 250, lambda s: old[s], part_rows=40)]
+    )
+    for part_rows, source in ((1 << 16, "a"), (40, "a"), (64, "p"), (40, "p")):
+        # From one file (an older save) or from partitions, into partitions of a size.
+        patched = PatchedRows(
+            "m",
+            280,
+            7,
+            np.uint32,
+            260,
+            lambda slots: now[slots],
+            tmp_path / source,
+            250,
+            changed,
+            part_rows,
+        )
+        out = tmp_path / f"b{part_rows}{source}"
+        write_arrays(tmp_path, out.name, [patched])
+        parts = [part_file(out, "m", i) for i in range(-(-280 // part_rows))]
+        assert sorted(out.iterdir()) == parts
+        assert np.array_equal(np.concatenate([np.load(p) for p in parts]), want)
+        if (part_rows, source) == (40, "p"):  # a partition no row of which changed: linked
+            same = [
+                p.stat().st_ino == part_file(tmp_path / "p", "m", i).stat().st_ino
+                for i, p in enumerate(parts)
+            ]
+            assert same == [False, False, True, True, True, True, False]
     # Without a source every row comes from memory.
     whole = PatchedRows("m", 280, 7, np.uint32, 260, lambda slots: now[slots])
     write_arrays(tmp_path, "c", [whole])
-    assert np.array_equal(read_arrays(tmp_path, "c", ("m",))["m"], want)
+    assert np.array_equal(np.load(part_file(tmp_path / "c", "m", 0)), want)
 
 
 def test_a_save_takes_in_the_segments_a_merge_under_way_read(tmp_path, monkeypatch):

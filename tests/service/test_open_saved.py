@@ -14,6 +14,7 @@ import pytest
 from crawl_texts import near_copies
 
 import neardup.service.index as index_module
+import neardup.service.layout as layout_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
 from neardup.service.index import _saved_at
@@ -66,12 +67,24 @@ def _batches(texts: list[str], rng: np.random.Generator) -> list[list[PageUpdate
     return out
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_an_index_opened_from_its_save_is_the_one_its_batches_built(tmp_path, monkeypatch, seed):
+@pytest.mark.parametrize(("seed", "part_rows"), [(0, 1 << 16), (1, 1 << 16), (2, 16), (3, 7)])
+def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
+    tmp_path, monkeypatch, seed, part_rows
+):
     # Saved after every 20 pages written (a save lands between batches, and an opening
-    # replays the batches after it); segments merge as they always do.
+    # replays the batches after it); segments merge as they always do. The sketches saved
+    # in partitions of `part_rows` rows: one, or many, some linked from the save before.
     monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 20)
     monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
+    monkeypatch.setattr(layout_module, "PART_ROWS", part_rows)
+    linked: list[str] = []
+    real_link = layout_module.os.link
+
+    def link(source, target):
+        linked.append(str(target))
+        real_link(source, target)
+
+    monkeypatch.setattr(layout_module.os, "link", link)
     store = tmp_path / "s"
     texts = _texts(120, seed)
     rng = np.random.default_rng(seed)
@@ -114,6 +127,10 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(tmp_path, mo
         ix.close()
         twin.close()
     assert len(saves) > 3 and any(tails) and not all(tails)  # saves and replays both
+    parts = sorted((store / manifest.meta["graph"]["name"]).glob("page_sigs.p*.npy"))
+    assert len(parts) == -(-(manifest.meta["graph"]["pages"] + 1024) // part_rows)
+    if part_rows < 10:  # partitions of a save before, unchanged since, linked
+        assert linked
     with ServiceIndex(store, read_only=True) as ix:
         assert ix.consistency_errors() == []
 

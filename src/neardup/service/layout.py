@@ -52,6 +52,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.kernels.sorting import sorted_distinct
 from neardup.service.updates import ServiceError
 
 if sys.platform != "win32":
@@ -158,15 +159,23 @@ class RowBlocks:
     blocks: Iterable[tuple[np.ndarray, ...]]
 
 
+# Rows of a partition of the saved sketches and length vectors (32 MB of 128-value
+# sketches): a save links a partition whose rows did not change since the save before.
+PART_ROWS = 1 << 16
+PARTED = ("page_sigs", "page_lens")  # the matrices saved in partitions (`PatchedRows`)
+
+
 @dataclass(frozen=True)
 class PatchedRows:
-    """A `.npy` matrix of `rows` rows written as an earlier save's file of it (`source`,
-    its first `source_rows` rows) with the rows of `changed` slots (and every row from
-    `source_rows` on up to `filled`) taken from `read` instead; the rows after `filled`
-    are zeros. The unchanged rows are copied by the kernel from file to file
-    (`os.copy_file_range`), not read into this process: a save of a million pages' sketches
-    read half a gigabyte to write it again. Without `source`, every row up to `filled`
-    comes from `read`."""
+    """A matrix of `rows` rows saved in partitions of `part_rows` rows (`part_file`, each a
+    `.npy` file): an earlier save's matrix of it (in the folder `source`, its first
+    `source_rows` rows) with the rows of `changed` slots (and every row from `source_rows`
+    on up to `filled`) taken from `read` instead; the rows after `filled` are zeros. A
+    partition with no row to take from `read` is the earlier save's file, linked (a save
+    of a growing index writes its new partitions and the ones its batches changed, not the
+    whole matrix: copying four million pages' sketches took 7 s); the unchanged rows of the
+    others are copied by the kernel from file to file (`os.copy_file_range`), not read into
+    this process. Without `source`, every row up to `filled` comes from `read`."""
 
     name: str
     rows: int
@@ -177,6 +186,25 @@ class PatchedRows:
     source: Path | None = None
     source_rows: int = 0
     changed: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    part_rows: int | None = None  # None: `PART_ROWS`
+
+
+def part_file(folder: Path, name: str, i: int) -> Path:
+    """The file of partition `i` of a matrix saved in partitions (`PatchedRows`)."""
+    return folder / f"{name}.p{i:05d}.npy"
+
+
+def _parts(folder: Path, name: str) -> list[Path]:
+    """A saved matrix's files in order: its partitions, or the one file older saves wrote."""
+    whole = folder / f"{name}.npy"
+    if whole.is_file():
+        return [whole]
+    found = []
+    while (p := part_file(folder, name, len(found))).is_file():
+        found.append(p)
+    if not found:
+        raise FileNotFoundError(whole)
+    return found
 
 
 Arrays = Iterable[tuple[str, np.ndarray] | RowBlocks | PatchedRows]
@@ -655,26 +683,58 @@ _PATCH_BLOCK = 8192  # rows read and written at a time
 
 
 def _save_patched(folder: Path, m: PatchedRows) -> None:
-    """The file of `m` (see `PatchedRows`)."""
+    """The files of `m` (see `PatchedRows`), a partition at a time."""
     dtype = np.dtype(m.dtype)
     row_bytes = m.width * dtype.itemsize
     kept = min(m.source_rows, m.filled) if m.source is not None else 0
-    with open(folder / f"{m.name}.npy", "wb") as fh:
-        start = _write_header(fh, dtype, (m.rows, m.width))
-        if kept and m.source is not None:
-            with open(m.source, "rb") as src:
-                np.lib.format.read_magic(src)
-                np.lib.format.read_array_header_1_0(src)
-                _copy_range(src.fileno(), src.tell(), fh.fileno(), start, kept * row_bytes)
-        changed = m.changed[m.changed < kept]
-        slots = np.concatenate([changed, np.arange(kept, m.filled, dtype=np.int64)])
-        for lo in range(0, slots.size, _PATCH_BLOCK):
-            block = slots[lo : lo + _PATCH_BLOCK]
-            got = np.ascontiguousarray(m.read(block), dtype)
-            cuts = [0, *(np.flatnonzero(np.diff(block) != 1) + 1).tolist(), block.size]
-            for a, b in itertools.pairwise(cuts):  # a run of slots: one write
-                os.pwrite(fh.fileno(), got[a:b].tobytes(), start + int(block[a]) * row_bytes)
-        fh.truncate(start + m.rows * row_bytes)  # the rows after `filled`: zeros (a hole)
+    before = _parts(m.source, m.name) if kept and m.source is not None else []
+    sizes = [_rows_of(p) for p in before]
+    starts = np.cumsum([0, *sizes]).tolist()  # the first row of each, and the end
+    part_rows = m.part_rows or PART_ROWS
+    for i, lo in enumerate(range(0, m.rows, part_rows) or [0]):  # (no row: one empty)
+        hi = min(lo + part_rows, m.rows)
+        copy_hi = max(lo, min(hi, kept))  # rows lo .. copy_hi - 1 come from the save before
+        changed = m.changed[(m.changed >= lo) & (m.changed < copy_hi)]
+        slots = np.concatenate([changed, np.arange(max(lo, kept), min(hi, m.filled))])
+        path = part_file(folder, m.name, i)
+        if copy_hi == hi and not slots.size and lo in starts and hi in starts:
+            j = starts.index(lo)
+            if starts[j + 1] == hi:  # the same rows, unchanged: the same file
+                with contextlib.suppress(OSError):  # (no links here: copied below)
+                    os.link(before[j], path)
+                    continue
+        with open(path, "wb") as fh:
+            start = _write_header(fh, dtype, (hi - lo, m.width))
+            for j, source in enumerate(before):  # the rows lo .. copy_hi - 1 it holds
+                a, b = max(lo, starts[j]), min(copy_hi, starts[j + 1])
+                if a >= b:
+                    continue
+                with open(source, "rb") as src:
+                    np.lib.format.read_magic(src)
+                    np.lib.format.read_array_header_1_0(src)
+                    at = src.tell() + (a - starts[j]) * row_bytes
+                    _copy_range(
+                        src.fileno(),
+                        at,
+                        fh.fileno(),
+                        start + (a - lo) * row_bytes,
+                        (b - a) * row_bytes,
+                    )
+            for a in range(0, slots.size, _PATCH_BLOCK):
+                block = slots[a : a + _PATCH_BLOCK]
+                got = np.ascontiguousarray(m.read(block), dtype)
+                cuts = [0, *(np.flatnonzero(np.diff(block) != 1) + 1).tolist(), block.size]
+                for x, y in itertools.pairwise(cuts):  # a run of slots: one write
+                    offset = start + int(block[x] - lo) * row_bytes
+                    os.pwrite(fh.fileno(), got[x:y].tobytes(), offset)
+            fh.truncate(start + (hi - lo) * row_bytes)  # rows after `filled`: zeros (a hole)
+
+
+def _rows_of(path: Path) -> int:
+    """The rows of a saved `.npy` matrix, from its header."""
+    with open(path, "rb") as fh:
+        np.lib.format.read_magic(fh)
+        return int(np.lib.format.read_array_header_1_0(fh)[0][0])
 
 
 def _copy_range(src: int, src_at: int, dst: int, dst_at: int, size: int) -> None:
@@ -730,11 +790,40 @@ def read_arrays(
     copy-on-write, what is changed goes to private pages, never to the file): opening reads
     none of them, and a mapping outlives the folder's removal by a writer that replaced it
     (a folder removed before it was mapped raises FileNotFoundError)."""
-    folder = store / name
+    return read_folder(store / name, names, writable)
+
+
+def read_folder(folder: Path, names: tuple[str, ...], writable: bool = False) -> dict[str, Any]:
+    """`read_arrays` of a folder: a map a name, or for a matrix saved in partitions
+    (`PARTED`) the list of its partitions' maps, in order."""
     mode: Any = "c" if writable else "r"
-    # Plain array views of the maps: a `np.memmap` slice is a new memmap object each time,
-    # several times slower to make than a view, and lookups slice them a lot.
-    return {k: np.load(folder / f"{k}.npy", mmap_mode=mode).view(np.ndarray) for k in names}
+
+    def mapped(path: Path) -> np.ndarray:
+        # Plain array views of the maps: a `np.memmap` slice is a new memmap object each
+        # time, several times slower to make than a view, and lookups slice them a lot.
+        return np.load(path, mmap_mode=mode).view(np.ndarray)
+
+    return {
+        k: [mapped(p) for p in _parts(folder, k)] if k in PARTED else mapped(folder / f"{k}.npy")
+        for k in names
+    }
+
+
+def gather_rows(blocks: list[np.ndarray], starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows `rows` of a matrix kept as blocks one after the other (`starts`: each block's
+    first row), read block by block into one array."""
+    out = np.empty((rows.size, *blocks[0].shape[1:]), blocks[0].dtype)
+    which = starts.searchsorted(rows, "right") - 1
+    for b in sorted_distinct(which).tolist():
+        at = np.flatnonzero(which == b)
+        out[at] = blocks[b][rows[at] - starts[b]]
+    return out
+
+
+def parted_rows(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Rows of a matrix read as its partitions' maps (`read_folder`)."""
+    starts = np.cumsum([0, *(p.shape[0] for p in parts[:-1])]).astype(np.int64)
+    return gather_rows(parts, starts, rows)
 
 
 def string_blocks(prefix: str, strings: pa.Array | pa.ChunkedArray) -> RowBlocks:

@@ -30,6 +30,7 @@ from neardup.service.layout import (
     PatchedRows,
     RowBlocks,
     Stacked,
+    gather_rows,
     mapped_strings,
     rows_read,
     string_blocks,
@@ -200,7 +201,7 @@ class PageTable:
         for name, m in (("sigs", self.sigs), ("lens", self.lens)):
             source, source_rows = None, 0
             if self.saved_from is not None:
-                source, source_rows = self.saved_from[0] / f"page_{name}.npy", self.saved_from[1]
+                source, source_rows = self.saved_from
             yield PatchedRows(
                 f"page_{name}",
                 n + room,
@@ -490,7 +491,9 @@ class SlotRows:
 
     _FIRST = 65_536  # rows of the first block added
 
-    def __init__(self, width: int, dtype: type, base: np.ndarray | Stacked | None = None) -> None:
+    def __init__(
+        self, width: int, dtype: type, base: np.ndarray | Stacked | list[np.ndarray] | None = None
+    ) -> None:
         self.width, self.dtype = width, np.dtype(dtype)
         self.blocks: list[np.ndarray] = []
         self.starts: list[int] = []  # each block's first row (`bisect`: 10x numpy's search)
@@ -507,6 +510,10 @@ class SlotRows:
             self._where = base.rows
             self._opened = self.rows = int(base.rows.size)
             self._shift = self._end - self._opened
+        elif isinstance(base, list):  # a saved matrix's partitions, in order
+            for part in base:
+                self._append(part)
+            self.rows = self._end
         elif base is not None and base.shape[0]:
             self._append(base)
             self.rows = self._end
@@ -559,13 +566,7 @@ class SlotRows:
             return out
         if idx.min() < 0 or idx.max() >= self.rows:
             raise IndexError(f"slots outside 0 .. {self.rows - 1}")
-        rows = self._row_of(idx)
-        starts = np.array(self.starts, np.int64)
-        which = starts.searchsorted(rows, "right") - 1
-        for b in sorted_distinct(which).tolist():
-            at = np.flatnonzero(which == b)
-            out[at] = self.blocks[b][rows[at] - starts[b]]
-        return out
+        return gather_rows(self.blocks, np.array(self.starts, np.int64), self._row_of(idx))
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
         if len(self.blocks) == 1 and self._where is None and slot >= 0:

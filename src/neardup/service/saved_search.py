@@ -29,6 +29,7 @@ from neardup.kernels.lsh import key_hits
 from neardup.kernels.minhash import estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import lsh_keys
+from neardup.service.layout import parted_rows, read_folder
 
 # What is searched: a name -> the saved files of its sorted keys and of their values.
 SEARCHED = {
@@ -137,18 +138,18 @@ class PairsToScore:
 def score_saved(folder: Path, pairs: PairsToScore) -> np.ndarray:
     """Where the files are (an executor): the estimated resemblance of each pair
     (`estimate_resemblance`, float64), a sketch taken from `pairs.fresh_sigs` where its slot
-    is fresh, else from the save's `page_sigs.npy` (only the rows asked are read)."""
-    saved = np.load(folder / "page_sigs.npy", mmap_mode="r")
+    is fresh, else from the save's sketches (only the rows asked are read)."""
+    saved = read_folder(folder, ("page_sigs",))["page_sigs"]
 
     def rows(slots: np.ndarray) -> np.ndarray:
-        out = np.empty((slots.size, saved.shape[1]), saved.dtype)
+        out = np.empty((slots.size, saved[0].shape[1]), saved[0].dtype)
         at = np.searchsorted(pairs.fresh, slots)
         fresh = at < pairs.fresh.size
         fresh[fresh] = pairs.fresh[at[fresh]] == slots[fresh]
         out[fresh] = pairs.fresh_sigs[at[fresh]]
         stale = np.flatnonzero(~fresh)
         order = np.argsort(slots[stale], kind="stable")  # the file read in slot order
-        out[stale[order]] = saved[slots[stale][order]]
+        out[stale[order]] = parted_rows(saved, slots[stale][order])
         return out
 
     got = estimate_resemblance(rows(pairs.a), rows(pairs.b))
@@ -166,5 +167,5 @@ def node_keys_in_files(
     node = np.load(folder / "node.npy", mmap_mode="r")
     inside = slots[slots < node.shape[0]]
     nodes = inside[np.asarray(node[inside], bool)]
-    sigs = np.load(folder / "page_sigs.npy", mmap_mode="r")
-    return nodes, lsh_keys(np.asarray(sigs[nodes]), None, bands, rows)
+    sigs = read_folder(folder, ("page_sigs",))["page_sigs"]
+    return nodes, lsh_keys(parted_rows(sigs, nodes), None, bands, rows)
