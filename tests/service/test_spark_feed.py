@@ -118,6 +118,10 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     the guess of the saved round-1 searches misses the batches that saves and removals do
     not search ahead), and the index is the one the embedded engine writes, which reads
     saved sketches in its own process."""
+    import neardup.service.spark_feed as spark_feed_module
+
+    # Every batch, however small (by default one of fewer pages is the driver's alone).
+    monkeypatch.setattr(spark_feed_module, "EXECUTORS_FROM", 0)
     files = list(demo_crawl.warc_paths)
     stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
     for store in stores.values():
@@ -173,6 +177,33 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     assert sum(here for _, removal, here, _ in compares if removal) > 0  # removals too
     monkeypatch.setattr(ServiceIndex, "apply_prepared", real)
     assert _state(stores["spark"]) == _state(stores["embedded"])
+
+
+def test_a_small_batch_of_a_spark_add_runs_no_job_of_its_own(
+    spark,  # noqa: F811 - the fixture
+    demo_crawl,
+    tmp_path,
+    monkeypatch,
+):
+    """Below `EXECUTORS_FROM` pages a batch is applied by the driver alone (its searches and
+    comparisons cost less there than a Spark job each); at it or above, on the executors."""
+    import neardup.service.spark_feed as spark_feed_module
+
+    files = list(demo_crawl.warc_paths)
+    store = tmp_path / "s"
+    add_files(store, files[:1], batch=5, workers=1)
+    sizes: list[tuple[int, bool]] = []
+    real = ServiceIndex.apply_prepared
+
+    def spy(self, prepared, t0=None, found=None, score=None, node_keys=None):
+        sizes.append((len(prepared.updates), found is not None and score is not None))
+        return real(self, prepared, t0, found, score, node_keys)
+
+    monkeypatch.setattr(ServiceIndex, "apply_prepared", spy)
+    monkeypatch.setattr(spark_feed_module, "EXECUTORS_FROM", 12)
+    add_files(store, files[1:], batch=5, engine="spark", workers=1)
+    assert {n >= 12 for n, _ in sizes} == {True, False}  # batches of both kinds
+    assert all(elsewhere == (n >= 12) for n, elsewhere in sizes)
 
 
 def test_the_add_command_takes_the_spark_engine(spark, demo_crawl, tmp_path):  # noqa: F811

@@ -111,15 +111,20 @@ def add_files(
             score = partial(scores_on_spark, master=spark_master, conf=spark_conf)
 
         def put(index: ServiceIndex, prepared: PreparedBatch) -> None:
-            """A batch applied as one transaction; on Spark, with the saved index's entries
-            for it searched and the saved nodes' keys computed on the executors."""
-            entries = None
+            """A batch applied as one transaction; on Spark, one of `EXECUTORS_FROM` pages
+            or more with the saved index's entries for it searched, the saved nodes' keys
+            computed and its saved sketches compared on the executors."""
+            entries, scores = None, None
             if engine == "spark":
-                from neardup.service.spark_feed import batch_entries_on_spark
+                from neardup.service import spark_feed
 
-                entries = batch_entries_on_spark(index, prepared, spark_master, spark_conf)
+                if len(prepared.updates) >= spark_feed.EXECUTORS_FROM:
+                    entries = spark_feed.batch_entries_on_spark(
+                        index, prepared, spark_master, spark_conf
+                    )
+                    scores = score
             found, node_keys = entries if entries is not None else (None, None)
-            done = index.apply_prepared(prepared, found=found, score=score, node_keys=node_keys)
+            done = index.apply_prepared(prepared, found=found, score=scores, node_keys=node_keys)
             count(done.to_dict())
 
         def apply(ahead: list[PreparedBatch]) -> None:
