@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.service.layout import write_arrays
+from neardup.service.layout import PatchedRows, write_arrays
 from neardup.service.saved_search import Found, PairsToScore, hits, score_saved, search_saved
 
 
@@ -57,14 +57,21 @@ def test_searched_entries_are_the_arrays_entries_for_the_keys(tmp_path, seed):
     assert pairs == _plain(fp, slot, asked_fp)
 
 
-@pytest.mark.parametrize(("seed", "parts"), [(0, 1), (1, 3), (2, 7)])
-def test_pairs_scored_where_the_sketches_are_saved(tmp_path, seed, parts):
+@pytest.mark.parametrize(("seed", "parts", "part_rows"), [(0, 1, 0), (1, 3, 7), (2, 7, 64)])
+def test_pairs_scored_where_the_sketches_are_saved(tmp_path, seed, parts, part_rows):
     """`score_saved` (an executor's work) over the pairs cut into runs: each pair's share
     of equal values, counted here position by position, with the changed sketches that go
-    with the pairs taking the place of the saved rows."""
+    with the pairs taking the place of the saved rows; the saved sketches in one file (an
+    older save) or in partitions of `part_rows` rows."""
     rng = np.random.default_rng(seed)
     saved = rng.integers(0, 4, (60, 16)).astype(np.uint32)  # few values: many equal
-    write_arrays(tmp_path, "g", [("page_sigs", saved)])
+    if part_rows:
+        rows = PatchedRows(
+            "page_sigs", 60, 16, np.uint32, 60, lambda s: saved[s], part_rows=part_rows
+        )
+        write_arrays(tmp_path, "g", [rows])
+    else:
+        write_arrays(tmp_path, "g", [("page_sigs", saved)])
     now = saved.copy()
     fresh = np.sort(rng.choice(60, 15, replace=False)).astype(np.int64)
     now[fresh] = rng.integers(0, 4, (15, 16)).astype(np.uint32)
@@ -95,11 +102,13 @@ def test_saved_nodes_keys_come_with_the_page_keys_found(tmp_path):
     node = rng.random(n + 10) < 0.5  # saved with room after the pages
     keys = rng.integers(-(2**40), 2**40, n).astype(np.int64)
     order = np.argsort(keys)
+    sketches = PatchedRows("page_sigs", n, 32, np.uint32, n, lambda s: sigs[s], part_rows=9)
     write_arrays(
         tmp_path,
         "g",
-        [("page_sigs", sigs), ("node", node), ("page_skeys", keys[order]), ("page_sslots", order)],
+        [sketches, ("node", node), ("page_skeys", keys[order]), ("page_sslots", order)],
     )
+    assert len(list((tmp_path / "g").glob("page_sigs.p*.npy"))) == 6
     asked = np.sort(keys[rng.choice(n, 20, replace=False)])
     got = search_saved(tmp_path / "g", {"page": [asked]}, (4, 8))
     slots, found = got[NODE_KEYS][0]
