@@ -104,17 +104,11 @@ def add_files(
         gone = list(dict.fromkeys(u for u in remove if u))  # distinct, in their order
         removals = [gone]  # applied once the index is open, before any page of the files
 
-        score = None  # where a batch's saved sketches are compared: here, or on Spark
-        if engine == "spark":
-            from neardup.service.spark_feed import scores_on_spark
-
-            score = partial(scores_on_spark, master=spark_master, conf=spark_conf)
-
         def put(index: ServiceIndex, prepared: PreparedBatch) -> None:
             """A batch applied as one transaction; on Spark, one of `EXECUTORS_FROM` pages
             or more with the saved index's entries for it searched, the saved nodes' keys
             computed and its saved sketches compared on the executors."""
-            entries, scores = None, None
+            entries, score = None, None
             if engine == "spark":
                 from neardup.service import spark_feed
 
@@ -122,9 +116,11 @@ def add_files(
                     entries = spark_feed.batch_entries_on_spark(
                         index, prepared, spark_master, spark_conf
                     )
-                    scores = score
+                    score = partial(
+                        spark_feed.scores_on_spark, master=spark_master, conf=spark_conf
+                    )
             found, node_keys = entries if entries is not None else (None, None)
-            done = index.apply_prepared(prepared, found=found, score=scores, node_keys=node_keys)
+            done = index.apply_prepared(prepared, found=found, score=score, node_keys=node_keys)
             count(done.to_dict())
 
         def apply(ahead: list[PreparedBatch]) -> None:

@@ -688,8 +688,8 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
     row_bytes = m.width * dtype.itemsize
     kept = min(m.source_rows, m.filled) if m.source is not None else 0
     before = _parts(m.source, m.name) if kept and m.source is not None else []
-    sizes = [_rows_of(p) for p in before]
-    starts = np.cumsum([0, *sizes]).tolist()  # the first row of each, and the end
+    headers = [_header(p) for p in before]  # (rows, where its data starts) of each
+    starts = np.cumsum([0, *(rows for rows, _ in headers)]).tolist()  # first rows, the end
     part_rows = m.part_rows or PART_ROWS
     for i, lo in enumerate(range(0, m.rows, part_rows) or [0]):  # (no row: one empty)
         hi = min(lo + part_rows, m.rows)
@@ -710,9 +710,7 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
                 if a >= b:
                     continue
                 with open(source, "rb") as src:
-                    np.lib.format.read_magic(src)
-                    np.lib.format.read_array_header_1_0(src)
-                    at = src.tell() + (a - starts[j]) * row_bytes
+                    at = headers[j][1] + (a - starts[j]) * row_bytes
                     _copy_range(
                         src.fileno(),
                         at,
@@ -730,11 +728,12 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
             fh.truncate(start + (hi - lo) * row_bytes)  # rows after `filled`: zeros (a hole)
 
 
-def _rows_of(path: Path) -> int:
-    """The rows of a saved `.npy` matrix, from its header."""
+def _header(path: Path) -> tuple[int, int]:
+    """The rows of a saved `.npy` matrix and where its data starts, from its header."""
     with open(path, "rb") as fh:
         np.lib.format.read_magic(fh)
-        return int(np.lib.format.read_array_header_1_0(fh)[0][0])
+        shape = np.lib.format.read_array_header_1_0(fh)[0]
+        return int(shape[0]), fh.tell()
 
 
 def _copy_range(src: int, src_at: int, dst: int, dst_at: int, size: int) -> None:
@@ -785,17 +784,13 @@ def _save_blocks(folder: Path, rows: RowBlocks) -> None:
 
 def read_arrays(
     store: Path, name: str, names: tuple[str, ...], writable: bool = False
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """The `.npy` files `names` of a folder, memory-mapped read-only (`writable`:
     copy-on-write, what is changed goes to private pages, never to the file): opening reads
     none of them, and a mapping outlives the folder's removal by a writer that replaced it
-    (a folder removed before it was mapped raises FileNotFoundError)."""
-    return read_folder(store / name, names, writable)
-
-
-def read_folder(folder: Path, names: tuple[str, ...], writable: bool = False) -> dict[str, Any]:
-    """`read_arrays` of a folder: a map a name, or for a matrix saved in partitions
-    (`PARTED`) the list of its partitions' maps, in order."""
+    (a folder removed before it was mapped raises FileNotFoundError). A map a name, or for
+    a matrix saved in partitions (`PARTED`) the list of its partitions' maps, in order."""
+    folder = store / name
     mode: Any = "c" if writable else "r"
 
     def mapped(path: Path) -> np.ndarray:
@@ -821,7 +816,7 @@ def gather_rows(blocks: list[np.ndarray], starts: np.ndarray, rows: np.ndarray) 
 
 
 def parted_rows(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Rows of a matrix read as its partitions' maps (`read_folder`)."""
+    """Rows of a matrix read as its partitions' maps (`read_arrays`)."""
     starts = np.cumsum([0, *(p.shape[0] for p in parts[:-1])]).astype(np.int64)
     return gather_rows(parts, starts, rows)
 

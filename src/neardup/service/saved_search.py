@@ -19,6 +19,7 @@ since the save, so the process that applies a batch reads none of the saved ones
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -29,7 +30,7 @@ from neardup.kernels.lsh import key_hits
 from neardup.kernels.minhash import estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import lsh_keys
-from neardup.service.layout import parted_rows, read_folder
+from neardup.service.layout import parted_rows, read_arrays
 
 # What is searched: a name -> the saved files of its sorted keys and of their values.
 SEARCHED = {
@@ -139,7 +140,7 @@ def score_saved(folder: Path, pairs: PairsToScore) -> np.ndarray:
     """Where the files are (an executor): the estimated resemblance of each pair
     (`estimate_resemblance`, float64), a sketch taken from `pairs.fresh_sigs` where its slot
     is fresh, else from the save's sketches (only the rows asked are read)."""
-    saved = read_folder(folder, ("page_sigs",))["page_sigs"]
+    saved = read_arrays(folder.parent, folder.name, ("page_sigs",))["page_sigs"]
 
     def rows(slots: np.ndarray) -> np.ndarray:
         out = np.empty((slots.size, saved[0].shape[1]), saved[0].dtype)
@@ -162,10 +163,25 @@ NODE_KEYS = "node_keys"  # what `search_saved` adds with a shape: saved nodes' b
 def node_keys_in_files(
     folder: Path, slots: np.ndarray, bands: int, rows: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Of `slots` (sorted), those the saved graph holds as nodes, and the band keys of
-    their saved sketches (`lsh_keys`), read where the files are."""
+    """`node_keys` read where the files are: the saved graph's `node` column and the saved
+    sketches."""
     node = np.load(folder / "node.npy", mmap_mode="r")
+    sigs = read_arrays(folder.parent, folder.name, ("page_sigs",))["page_sigs"]
+    return node_keys(node, lambda nodes: parted_rows(sigs, nodes), slots, bands, rows)
+
+
+def node_keys(
+    node: np.ndarray,
+    sketches: Callable[[np.ndarray], np.ndarray],
+    slots: np.ndarray,
+    bands: int,
+    rows: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Of `slots`, those `node` (a saved graph's column) marks as nodes, and the
+    band keys of their sketches as `sketches` reads them (`lsh_keys`): with the saved
+    sketches, the keys the saved band index files them under."""
     inside = slots[slots < node.shape[0]]
     nodes = inside[np.asarray(node[inside], bool)]
-    sigs = read_folder(folder, ("page_sigs",))["page_sigs"]
-    return nodes, lsh_keys(parted_rows(sigs, nodes), None, bands, rows)
+    if not nodes.size:
+        return nodes, np.empty((0, bands), np.int64)
+    return nodes, lsh_keys(sketches(nodes), None, bands, rows)

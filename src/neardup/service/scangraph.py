@@ -54,7 +54,7 @@ from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, 
 from neardup.service.band_buckets import BandBuckets
 from neardup.service.layout import RowBlocks
 from neardup.service.pages import PageTable
-from neardup.service.saved_search import Found, hits
+from neardup.service.saved_search import Found, hits, node_keys
 
 _VERIFY_CHUNK = 65_536  # candidate pairs verified at a time when building (their sketches)
 _LOW32 = (1 << 32) - 1
@@ -746,13 +746,8 @@ def saved_node_keys(
     nodes, from the page table's sketches: read before the rows written since the save
     replace them, these are the sketches the saved band index filed those nodes under
     (`ScanGraph.replay`), found without a pass over the band index."""
-    inside = slots[slots < node.size]
-    based = inside[node[inside]]
-    if not based.size:
-        return {}
-    bands, rows = lsh_shape(settings)
-    keys = lsh_keys(pages.sigs[based], None, bands, rows)
-    return dict(zip(based.tolist(), keys, strict=True))
+    nodes, keys = node_keys(node, pages.sigs.__getitem__, slots, *lsh_shape(settings))
+    return dict(zip(nodes.tolist(), keys, strict=True))
 
 
 GRAPH_ARRAYS = (  # the files of a saved graph (`ScanGraph.arrays`)

@@ -78,12 +78,11 @@ def sketched_on_spark(
     here at a time; `toLocalIterator` runs one task after the other). Each file's skipped
     records and in-links are added to `skipped` and `inlinks` once its batches are yielded."""
     from neardup.ingest.readers import expand_inputs
-    from neardup.pipeline.executors.spark.session import spark_session
 
     if not paths:
         return
     files = [path for path, _ in expand_inputs(paths)]
-    context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
+    context = _context(master, conf)
     tasks = context.parallelize(files, len(files))
     work = partial(_sketch_files, settings=settings, dims=dims, batch=batch, links=links)
     wave = max(1, int(context.defaultParallelism))
@@ -140,9 +139,7 @@ def saved_entries_on_spark(
     array, only the pages its keys' binary searches land on
     (`saved_search.search_saved`). With `shape` (bands, rows), also the band keys of the
     saved nodes among the pages found, by slot (empty without)."""
-    from neardup.pipeline.executors.spark.session import spark_session
-
-    context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
+    context = _context(master, conf)
     widest = max(q.size for rows in queries.values() for q in rows)
     parts = max(1, min(int(context.defaultParallelism), widest))
 
@@ -185,9 +182,7 @@ def scores_on_spark(
     executors from the save's sketches in `folder` (storage every worker shares) and the
     changed ones that go with the pairs: a run of pairs a task, each reading only the saved
     rows its pairs name (`saved_search.score_saved`)."""
-    from neardup.pipeline.executors.spark.session import spark_session
-
-    context = spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
+    context = _context(master, conf)
     parts = max(1, min(int(context.defaultParallelism), int(pairs.a.size)))
     tasks = context.parallelize(pairs.cut(parts), parts)
     work = partial(_score_saved, folder=str(folder))
@@ -212,6 +207,13 @@ def _search_saved(
 
     for queries in tasks:
         yield pickle.dumps(search_saved(Path(folder), queries, shape))
+
+
+def _context(master: str | None, conf: dict[str, str] | None) -> Any:
+    """The Spark context of an add: the session's, with `ADD_JVM_CONF` under the user's."""
+    from neardup.pipeline.executors.spark.session import spark_session
+
+    return spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
 
 
 def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:
