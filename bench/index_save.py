@@ -5,10 +5,16 @@ For each index given: a hard-linked copy of it (saved files are never changed in
 the manifest is replaced by a rename), a writer opened on the copy, the pages of
 `--increment` (JSONL, url and text) applied as one batch, then the save itself timed
 (`ServiceIndex._save_graph_now`, with `os.sync` before and after, so the writing to disk
-is in it): wall, user and system seconds, and the load average before. With `--src`,
-another checkout's `src` folder runs instead (the code before).
+is in it): wall, user and system seconds of the saving process, the CPU seconds of the
+whole machine (`/proc/stat`: with `--engine spark`, the executors' too), the seconds of the
+band index's tables (`band_s`), and the load average before. With `--engine spark` the
+band index is written by Spark's executors (`--master`, default local[2]; the session is
+started and its Python workers import what an add's executors import before the timing),
+as a Spark add's saves are. With `--src`, another checkout's
+`src` folder runs instead (the code before).
 
     .venv/bin/python bench/index_save.py STORE... --increment new.jsonl [--src DIR]
+    .venv/bin/python bench/index_save.py STORE... --increment new.jsonl --engine spark
 """
 
 from __future__ import annotations
@@ -23,24 +29,53 @@ from pathlib import Path
 
 _CHILD = """
 import json, os, resource, sys, time
-from neardup.startup import without_probed_modules
-without_probed_modules()
+from functools import partial
 from neardup.service import PageUpdate, ServiceIndex
-work, increment = sys.argv[1], sys.argv[2]
+work, increment, master = sys.argv[1], sys.argv[2], sys.argv[3]
+if master == "-":
+    from neardup.startup import without_probed_modules
+    without_probed_modules()
 ix = ServiceIndex(work)
 with open(increment, encoding="utf-8") as fh:
     ix.apply([PageUpdate(r["url"], text=r["text"]) for r in map(json.loads, fh)])
+band = [0.0]
+try:  # (a checkout before the tables were written in place has no band_save)
+    from neardup.service import band_buckets
+    real = band_buckets.filled
+    def timed(*args):
+        t = time.perf_counter()
+        real(*args)
+        band[0] += time.perf_counter() - t
+    band_buckets.filled = timed
+except AttributeError:
+    pass
+if master != "-":
+    from neardup.service import spark_feed
+    # The session started before the timing, and its Python workers warm, as an add's are
+    # by the time it saves (they read and sketched its files: `neardup.service.prepare`).
+    context = spark_feed._context(master, None)
+    width = int(context.defaultParallelism)
+    context.parallelize(range(width), width).foreach(
+        lambda _: __import__("neardup.service.prepare")
+    )
+    ix.write_tables = partial(spark_feed.band_tables_on_spark, master=master, conf=None)
+def machine_cpu():
+    with open("/proc/stat") as fh:
+        f = [int(x) for x in fh.readline().split()[1:]]
+    return (f[0] + f[1] + f[2] + f[5] + f[6]) / os.sysconf("SC_CLK_TCK")
 os.sync()
 load = os.getloadavg()[0]
-t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+t0, r0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), machine_cpu()
 ix._save_graph_now()
 os.sync()
-t1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+t1, r1, c1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), machine_cpu()
 pages = ix.pages.n
 ix.close()
 print(json.dumps({"pages": pages, "save_s": round(t1 - t0, 2),
                   "user_s": round(r1.ru_utime - r0.ru_utime, 2),
-                  "system_s": round(r1.ru_stime - r0.ru_stime, 2), "load_before": round(load, 2)}))
+                  "system_s": round(r1.ru_stime - r0.ru_stime, 2),
+                  "machine_cpu_s": round(c1 - c0, 2), "band_s": round(band[0], 2),
+                  "load_before": round(load, 2)}))
 """
 
 
@@ -62,6 +97,8 @@ def main() -> None:
     parser.add_argument("--increment", required=True, type=Path)
     parser.add_argument("--src", help="a checkout's src folder to run instead")
     parser.add_argument("--work", type=Path, default=Path("/tmp/neardup-index-save"))
+    parser.add_argument("--engine", choices=["embedded", "spark"], default="embedded")
+    parser.add_argument("--master", default="local[2]", help="Spark master (with --engine spark)")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.src:
@@ -70,7 +107,11 @@ def main() -> None:
         work = copy_of(store, args.work)
         try:
             done = subprocess.run(
-                [sys.executable, "-c", _CHILD, str(work), str(args.increment)],
+                [
+                    sys.executable,
+                    *("-c", _CHILD, str(work), str(args.increment)),
+                    args.master if args.engine == "spark" else "-",
+                ],
                 env=env,
                 capture_output=True,
                 text=True,

@@ -1,16 +1,28 @@
 """The service's band index (mapped base + in-memory delta) against a plain dict of sets,
-through leaves, re-entries and folds into a new base (what saving the graph does)."""
+through leaves, re-entries and folds into a new base (what saving the graph does: each
+table written in place from the save before and the changes, `band_save.py`, checked
+against a stable sort of both levels)."""
 
 from __future__ import annotations
 
+import itertools
+import tempfile
+from pathlib import Path
+from unittest import mock
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.service import band_save
 from neardup.service.band_buckets import BandBuckets
+from neardup.service.layout import read_arrays, write_arrays
 from neardup.service.saved_search import Found
 
 TABLES = 3
+_SAVES = Path(tempfile.mkdtemp(prefix="neardup-bands-"))  # the tests' saves, one a fold
+_NAMES = itertools.count()
 
 
 def reference_members(ref: dict[int, np.ndarray], keys: list[np.ndarray], at_least: int):
@@ -23,12 +35,26 @@ def reference_members(ref: dict[int, np.ndarray], keys: list[np.ndarray], at_lea
 
 
 def folded(bb: BandBuckets, cap: int) -> BandBuckets:
-    """The index saved and opened again: both levels folded into a new base."""
-    rows = list(bb.table_rows())  # what a save writes, a table at a time
-    keys = np.concatenate([k for k, _ in rows])
-    slots = np.concatenate([s for _, s in rows])
+    """The index saved and opened again: both levels folded into a new base, the tables
+    written from the save before (the folder the base came from) and the changes, then
+    mapped; checked against both levels sorted together (old entries first at equal keys)."""
+    before: Path | None = getattr(bb, "saved_in", None)
+    name = f"g{next(_NAMES)}"
+    write_arrays(_SAVES, name, [bb.saved(before, band_save.fill_tables)])
+    got = read_arrays(_SAVES, name, band_save.BAND_FILES)
+    keys, slots = got["band_keys"], got["band_slots"]
     assert keys.shape == slots.shape == (TABLES, bb.entries())
-    return BandBuckets(TABLES, keys, slots, cap)
+    assert not (_SAVES / name / band_save.DELTA).exists()  # removed before the rename
+    for t in range(TABLES):
+        bk, bs = bb.base_keys[t], bb.base_slots[t]
+        live = ~bb.base_dead[bs]
+        k = np.concatenate([bk[live], bb.delta_keys[t]])
+        order = np.argsort(k, kind="stable")
+        assert keys[t].tolist() == k[order].tolist()
+        assert slots[t].tolist() == np.concatenate([bs[live], bb.delta_slots[t]])[order].tolist()
+    out = BandBuckets(TABLES, keys, slots, cap)
+    out.saved_in = _SAVES / name  # type: ignore[attr-defined]
+    return out
 
 
 def keys_of(bb: BandBuckets, slot: int) -> list[int]:
@@ -63,6 +89,7 @@ def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(
+    st.sampled_from([1, 2, 5, 1 << 22]),
     st.lists(
         st.tuples(
             st.booleans(),
@@ -72,11 +99,17 @@ def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
         ),
         min_size=1,
         max_size=120,
-    )
+    ),
 )
-def test_members_equal_a_dict_of_sets(ops):
+def test_members_equal_a_dict_of_sets(block, ops):
     """Adds (with few distinct keys, so buckets fill), leaves and re-entries of one slot with
-    other keys, in any order, with folds into a new base between them."""
+    other keys, in any order, with folds into a new base between them (the old rows read a
+    block of `block` entries at a time)."""
+    with mock.patch.object(band_save, "_BLOCK", block):
+        _members_equal_a_dict_of_sets(ops)
+
+
+def _members_equal_a_dict_of_sets(ops):
     bb = BandBuckets(TABLES)
     ref: dict[int, np.ndarray] = {}
     for add, slot, keys, fold in ops:
@@ -135,3 +168,22 @@ def test_churn_of_the_same_slots_stays_exact():
     assert got == reference_members(ref, wanted, 1)
     for s, ks in ref.items():
         assert keys_of(bb, s) == ks.tolist()
+
+
+def test_a_table_writer_refuses_a_save_that_does_not_match(tmp_path):
+    """A table written from a save before that holds another number of entries than the
+    base (the wrong folder) is an error, not a band index of wrong rows. A base with no
+    save behind it (built in memory) is written from memory: the same tables."""
+    bb = BandBuckets(TABLES)
+    bb.add([0, 1], np.array([[1, 2, 3], [4, 5, 6]], np.int64))
+    first = folded(bb, 4)
+    first.add([2], np.array([[7, 8, 9]], np.int64))
+    other = folded(BandBuckets(TABLES), 4)  # a save of no entries
+    with pytest.raises(ValueError, match="entries a table, not 2"):
+        write_arrays(tmp_path, "g", [first.saved(other.saved_in, band_save.fill_tables)])
+    assert not (tmp_path / "g").exists()
+    right = folded(first, 4)
+    write_arrays(tmp_path, "m", [first.saved(None, band_save.fill_tables)])
+    got = read_arrays(tmp_path, "m", band_save.BAND_FILES)
+    assert got["band_keys"].tolist() == right.base_keys.tolist()
+    assert got["band_slots"].tolist() == right.base_slots.tolist()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import shared_data
 from run_groups import scan_groups
@@ -176,6 +177,67 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     assert sum(here for *_, here, _ in compares) > 0  # read here, and counted
     assert sum(here for _, removal, here, _ in compares if removal) > 0  # removals too
     monkeypatch.setattr(ServiceIndex, "apply_prepared", real)
+    assert _state(stores["spark"]) == _state(stores["embedded"])
+
+
+def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors(
+    spark,  # noqa: F811 - the fixture
+    demo_crawl,
+    tmp_path,
+    monkeypatch,
+):
+    """With a save after every batch of a Spark add, each save's band index is written by
+    the executors, a task a table, from the save before and the changes since (this
+    process's table writer fails if it is called); the index, band keys, graph and pages,
+    is the one the embedded engine saves with its own process's writer."""
+    import neardup.service.index as index_module
+    import neardup.service.spark_feed as spark_feed_module
+    from neardup.service import band_save
+
+    files = list(demo_crawl.warc_paths)
+    stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
+    for store in stores.values():
+        add_files(store, files[:1], batch=50, workers=1)
+        ServiceIndex(store).close()  # the first save, made as the writer opens
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 1 << 30)
+    saves: list[str] = []
+    real_save = ServiceIndex._save_graph_now
+
+    def counted(self):
+        saves.append(str(self.store))
+        return real_save(self)
+
+    monkeypatch.setattr(ServiceIndex, "_save_graph_now", counted)
+    add_files(stores["embedded"], files[1:], batch=50, workers=1)
+    assert saves.count(str(stores["embedded"])) >= 2
+
+    def here(*args: object) -> None:
+        raise AssertionError("a table of the band index written by the applying process")
+
+    with monkeypatch.context() as m:
+        m.setattr(spark_feed_module, "EXECUTORS_FROM", 0)
+        m.setattr(band_save, "write_table", here)
+        add_files(stores["spark"], files[1:], batch=50, engine="spark", workers=1)
+    assert saves.count(str(stores["spark"])) >= 2  # (its batches are joined otherwise)
+    graphs, bands = [], []
+    for store in stores.values():
+        with ServiceIndex(store, read_only=True) as ix:
+            assert ix.graph_meta is not None and not ix.manifest.segments  # opened from a save
+            graphs.append(ix.scan_graph.view())
+            b = ix.scan_graph.buckets  # the saved band index, by URL
+            assert all((np.diff(b.base_keys[t]) >= 0).all() for t in range(b.tables))
+            bands.append(
+                sorted(
+                    (t, k, ix.pages.url_at(s))
+                    for t in range(b.tables)
+                    for k, s in zip(b.base_keys[t].tolist(), b.base_slots[t].tolist(), strict=True)
+                )
+            )
+    assert graphs[0] == graphs[1]
+    # Every node under its sketch's keys, once a table (the graph's keys: from the sketches).
+    want = sorted((t, k, u) for u, keys in graphs[0][-1].items() for t, k in enumerate(keys))
+    assert bands[0] == bands[1] == want and want
     assert _state(stores["spark"]) == _state(stores["embedded"])
 
 

@@ -20,11 +20,13 @@ is replayed on opening (`base_keys_of`), where the sketches may have changed sin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
 from neardup.kernels.lsh import key_hits
+from neardup.service.band_save import TableWriter, filled, write_delta
+from neardup.service.layout import FilledInPlace
 from neardup.service.saved_search import Found, hits
 
 _EMPTY_KEYS = np.empty(0, dtype=np.int64)
@@ -161,18 +163,39 @@ class BandBuckets:
         base = self.base_slots[0] if self.base_slots.shape[1] else _EMPTY_IDS
         return int((~self.base_dead[base]).sum()) + self.delta_slots[0].size
 
-    def table_rows(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Both levels folded into one base (what a saved graph holds), a table at a time:
-        its keys ascending and their nodes, each a (1, `entries`) block. Made one table
-        after the other so that a save holds one table's rows, not all of them."""
-        for t in range(self.tables):
-            bk, bs = self.base_keys[t], self.base_slots[t]
-            if bs.size:
-                live = ~self.base_dead[bs]
-                bk, bs = bk[live], bs[live]
-            k = np.concatenate([bk, self.delta_keys[t]])
-            order = np.argsort(k, kind="stable")
-            keys = k[order]
-            del k
-            slots = np.concatenate([bs, self.delta_slots[t]])[order].astype(np.int32)
-            yield keys[None, :], slots[None, :]
+    def saved(self, before: Path | None, writer: TableWriter) -> FilledInPlace:
+        """Both levels folded into one base, as a save holds it: each table's keys ascending
+        with their nodes, a (tables, `entries`) matrix of each, a table written by `writer`
+        (`band_save.py`) from the save `before` (whose files the base maps) and the delta.
+        A base with no save behind it (built in memory from the pages: the first save of
+        an index) goes to the writers folded with the delta, as changes."""
+        width = self.entries()
+        base_width = int(self.base_slots.shape[1])
+        left = np.flatnonzero(self.base_dead)
+        keys, slots = self.delta_keys, self.delta_slots
+        if before is None and base_width:
+            keys, slots = map(list, zip(*map(self._folded, range(self.tables)), strict=True))
+            base_width, left = 0, left[:0]
+
+        def fill(folder: Path) -> None:
+            write_delta(folder, keys, slots, left, base_width, width)
+            filled(folder, before, self.tables, writer)
+
+        return FilledInPlace(
+            {
+                "band_keys": ((self.tables, width), np.int64),
+                "band_slots": ((self.tables, width), np.int32),
+            },
+            fill,
+        )
+
+    def _folded(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Table `t` with both levels folded, in memory (keys ascending, old entries first
+        at equal keys)."""
+        bk, bs = self.base_keys[t], self.base_slots[t]
+        if bs.size:
+            live = ~self.base_dead[bs]
+            bk, bs = bk[live], bs[live]
+        k = np.concatenate([bk, self.delta_keys[t]])
+        order = np.argsort(k, kind="stable")
+        return k[order], np.concatenate([bs, self.delta_slots[t]])[order].astype(np.int32)

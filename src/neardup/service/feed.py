@@ -107,11 +107,15 @@ def add_files(
         def put(index: ServiceIndex, prepared: PreparedBatch) -> None:
             """A batch applied as one transaction; on Spark, one of `EXECUTORS_FROM` pages
             or more with the saved index's entries for it searched, the saved nodes' keys
-            computed and its saved sketches compared on the executors."""
+            computed and its saved sketches compared on the executors, and a save's band
+            index written there."""
             entries, score = None, None
             if engine == "spark":
                 from neardup.service import spark_feed
 
+                index.write_tables = partial(
+                    spark_feed.band_tables_on_spark, master=spark_master, conf=spark_conf
+                )
                 if len(prepared.updates) >= spark_feed.EXECUTORS_FROM:
                     entries = spark_feed.batch_entries_on_spark(
                         index, prepared, spark_master, spark_conf

@@ -46,6 +46,7 @@ from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import url_key
+from neardup.service.band_save import TableWriter, fill_tables
 from neardup.service.batch import compute_batch
 from neardup.service.layout import (
     GRAPH_PREFIX,
@@ -132,6 +133,9 @@ class ServiceIndex:
         self._commit_lock = threading.Lock()  # the manifest: a batch's commit, a merge's
         self._merging = threading.Lock()  # one merge at a time, outside `lock`
         self._writing = threading.Lock()  # one batch at a time, until its graph is saved
+        # Who writes the band index's tables of a save (`band_save.py`): this process, or
+        # where the caller says (a Spark add: its executors).
+        self.write_tables: TableWriter = fill_tables
         if read_only:
             if not has_index(self.store):
                 raise ServiceError(f"{self.store} holds no service index to open read-only")
@@ -469,8 +473,9 @@ class ServiceIndex:
             name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
             n = self.pages.n
             room = n // GRAPH_EVERY_SHARE + 1024  # for the next batches' pages
+            mapped = None if self.graph_meta is None else self.store / str(self.graph_meta["name"])
             arrays = itertools.chain(
-                self.scan_graph.arrays(room),
+                self.scan_graph.arrays(room, mapped, self.write_tables),
                 self.pages.saved_arrays(room, sorted_distinct(np.concatenate(self._written))),
                 self.groups.saved_arrays(),
                 self.winners.saved_arrays(),

@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.kernels.sorting import sorted_distinct
+from neardup.service.npy_files import header, write_header
 from neardup.service.updates import ServiceError
 
 if sys.platform != "win32":
@@ -207,7 +208,19 @@ def _parts(folder: Path, name: str) -> list[Path]:
     return found
 
 
-Arrays = Iterable[tuple[str, np.ndarray] | RowBlocks | PatchedRows]
+@dataclass(frozen=True)
+class FilledInPlace:
+    """`.npy` files made at their full size (a header, then a hole of zeros) and then filled
+    by `fill(folder)`, which writes parts of them where they belong (`npy_files.data_start`), from
+    this process or from others (Spark's executors, on the storage the folder is on):
+    files whose parts are made independently, such as the band index's tables, written
+    by several writers at once."""
+
+    specs: dict[str, tuple[tuple[int, ...], Any]]
+    fill: Callable[[Path], None]
+
+
+Arrays = Iterable[tuple[str, np.ndarray] | RowBlocks | PatchedRows | FilledInPlace]
 
 
 @dataclass
@@ -675,6 +688,12 @@ def _save_all(folder: Path, arrays: Arrays) -> None:
             _save_blocks(folder, item)
         elif isinstance(item, PatchedRows):
             _save_patched(folder, item)
+        elif isinstance(item, FilledInPlace):
+            for key, (shape, dtype) in item.specs.items():
+                with open(folder / f"{key}.npy", "wb") as fh:
+                    start = write_header(fh, dtype, shape)
+                    fh.truncate(start + int(np.prod(shape)) * np.dtype(dtype).itemsize)
+            item.fill(folder)
         else:
             _save_npy(folder / f"{item[0]}.npy", item[1])
 
@@ -688,7 +707,7 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
     row_bytes = m.width * dtype.itemsize
     kept = min(m.source_rows, m.filled) if m.source is not None else 0
     before = _parts(m.source, m.name) if kept and m.source is not None else []
-    headers = [_header(p) for p in before]  # (rows, where its data starts) of each
+    headers = [header(p) for p in before]  # (rows, where its data starts) of each
     starts = np.cumsum([0, *(rows for rows, _ in headers)]).tolist()  # first rows, the end
     part_rows = m.part_rows or PART_ROWS
     for i, lo in enumerate(range(0, m.rows, part_rows) or [0]):  # (no row: one empty)
@@ -704,7 +723,7 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
                     os.link(before[j], path)
                     continue
         with open(path, "wb") as fh:
-            start = _write_header(fh, dtype, (hi - lo, m.width))
+            start = write_header(fh, dtype, (hi - lo, m.width))
             for j, source in enumerate(before):  # the rows lo .. copy_hi - 1 it holds
                 a, b = max(lo, starts[j]), min(copy_hi, starts[j + 1])
                 if a >= b:
@@ -728,14 +747,6 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
             fh.truncate(start + (hi - lo) * row_bytes)  # rows after `filled`: zeros (a hole)
 
 
-def _header(path: Path) -> tuple[int, int]:
-    """The rows of a saved `.npy` matrix and where its data starts, from its header."""
-    with open(path, "rb") as fh:
-        np.lib.format.read_magic(fh)
-        shape = np.lib.format.read_array_header_1_0(fh)[0]
-        return int(shape[0]), fh.tell()
-
-
 def _copy_range(src: int, src_at: int, dst: int, dst_at: int, size: int) -> None:
     """`size` bytes from one file to another, by the kernel where it can."""
     while size > 0:
@@ -749,17 +760,6 @@ def _copy_range(src: int, src_at: int, dst: int, dst_at: int, size: int) -> None
         src_at, dst_at, size = src_at + done, dst_at + done, size - done
 
 
-def _write_header(fh: Any, dtype: Any, shape: tuple[int, ...]) -> int:
-    """A C-order `.npy` header for an array of `shape`; returns where its data starts."""
-    header = {
-        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-        "fortran_order": False,
-        "shape": tuple(shape),
-    }
-    np.lib.format.write_array_header_1_0(fh, header)
-    return int(fh.tell())
-
-
 def _save_blocks(folder: Path, rows: RowBlocks) -> None:
     """The files of `rows`: each `.npy` header, then the blocks' bytes in order (a C-order
     array is its first axis' blocks one after the other); the rows written must add up to
@@ -768,7 +768,7 @@ def _save_blocks(folder: Path, rows: RowBlocks) -> None:
         files = []
         for key, (shape, dtype) in rows.specs.items():
             fh = stack.enter_context(open(folder / f"{key}.npy", "wb"))
-            _write_header(fh, dtype, shape)
+            write_header(fh, dtype, shape)
             files.append((fh, shape, np.dtype(dtype)))
         written = [0] * len(files)
         for blocks in rows.blocks:

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
@@ -52,7 +53,8 @@ from neardup.kernels.graph import (
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
 from neardup.service.band_buckets import BandBuckets
-from neardup.service.layout import RowBlocks
+from neardup.service.band_save import TableWriter, fill_tables
+from neardup.service.layout import FilledInPlace, RowBlocks
 from neardup.service.pages import PageTable
 from neardup.service.saved_search import Found, hits, node_keys
 
@@ -392,11 +394,15 @@ class ScanGraph:
             )
         )
 
-    def arrays(self, room: int = 0) -> Iterator[tuple[str, np.ndarray] | RowBlocks]:
+    def arrays(
+        self, room: int = 0, before: Path | None = None, writer: TableWriter = fill_tables
+    ) -> Iterator[tuple[str, np.ndarray] | RowBlocks | FilledInPlace]:
         """The graph as base arrays with no overlay (what `graph-N/` holds): the saved
         arrays with what changed since folded in. Made one group of arrays at a time as the
-        writer takes them (`layout.write_arrays`), the band index a table at a time: a save
-        holds one group beside the graph, not a second copy of all of it."""
+        writer takes them (`layout.write_arrays`): a save holds one group beside the graph,
+        not a second copy of all of it. The band index's tables are written by `writer` from
+        the save `before` (the folder the graph's base maps) and the changes since
+        (`band_save.py`): by this process, or elsewhere."""
         n = self.pages.n
         for name in ("member", "mfp", "node"):  # with `room` slots after the pages
             col = getattr(self, name)
@@ -405,15 +411,7 @@ class ScanGraph:
         yield from self._class_arrays().items()
         yield from self._pair_arrays().items()
         yield from self._edge_arrays(n).items()
-        b = self.buckets
-        width = b.entries()
-        yield RowBlocks(
-            {
-                "band_keys": ((b.tables, width), np.int64),
-                "band_slots": ((b.tables, width), np.int32),
-            },
-            b.table_rows(),
-        )
+        yield self.buckets.saved(before, writer)
 
     def _class_arrays(self) -> dict[str, np.ndarray]:
         over = np.fromiter(self.cls_over, np.int64, len(self.cls_over))

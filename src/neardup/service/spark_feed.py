@@ -190,6 +190,33 @@ def scores_on_spark(
     return np.concatenate(got) if got else np.empty(0, np.float64)
 
 
+def band_tables_on_spark(
+    folder: Path, before: Path | None, tables: int, master: str | None, conf: dict[str, str] | None
+) -> None:
+    """A save's band index written by Spark's executors, a task a table, each reading its
+    row of the save `before` and the changes since and writing its row of the files in
+    `folder` in place (`band_save.write_table`; storage every worker shares). A band index
+    of fewer than `EXECUTORS_FROM` nodes is written by this process (a job costs more)."""
+    from neardup.service.band_save import fill_tables, widths
+
+    if widths(folder)["new"] < EXECUTORS_FROM:
+        fill_tables(folder, before, tables)
+        return
+    context = _context(master, conf)
+    old = None if before is None else str(before)
+    work = partial(_write_tables, folder=str(folder), before=old)
+    _run(context, context.parallelize(range(tables), tables), work, list(range(tables)))
+
+
+def _write_tables(tables: Iterable[int], folder: str, before: str | None) -> Iterator[bytes]:
+    """On an executor: its tables of a save's band index written in place."""
+    from neardup.service.band_save import write_table
+
+    for t in tables:
+        write_table(Path(folder), None if before is None else Path(before), t)
+    yield b""
+
+
 def _score_saved(tasks: Iterable[PairsToScore], folder: str) -> Iterator[bytes]:
     """On an executor: the resemblance of one run of pairs, pickled."""
     from neardup.service.saved_search import score_saved

@@ -1,0 +1,36 @@
+"""The header of a saved `.npy` file: read, to find where its rows are, and written, for a
+file whose rows are written afterwards by other means (copied by the kernel, written in
+place by several writers). Apart from `layout.py` so that the executors that write parts
+of a save (`band_save.py`) import numpy alone, not the index's libraries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def header(path: Path) -> tuple[int, int]:
+    """The rows of a saved `.npy` matrix and where its data starts, from its header."""
+    with open(path, "rb") as fh:
+        np.lib.format.read_magic(fh)
+        shape = np.lib.format.read_array_header_1_0(fh)[0]
+        return int(shape[0]), fh.tell()
+
+
+def data_start(path: Path) -> int:
+    """Where a saved `.npy` file's data starts (after its header): where a writer of part of
+    a file counts its offsets from."""
+    return header(path)[1]
+
+
+def write_header(fh: Any, dtype: Any, shape: tuple[int, ...]) -> int:
+    """A C-order `.npy` header for an array of `shape`; returns where its data starts."""
+    fields = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+        "fortran_order": False,
+        "shape": tuple(shape),
+    }
+    np.lib.format.write_array_header_1_0(fh, fields)
+    return int(fh.tell())
