@@ -91,15 +91,16 @@ def edited(src: Path, share: float, dest: Path, final: Path, seed: int = 7) -> i
 
 
 def parity(store: Path, run_dir: Path) -> dict[str, float]:
-    """Same-group pairs of the service and of the scan, and the pairs they share."""
-    from neardup.service.layout import read_manifest, read_state
+    """Same-group pairs of the service and of the scan, and the pairs they share. The
+    service's pages are every row of its last committed version, read from its files (the
+    save and the segments since: the segments alone hold only what was written since the
+    save)."""
+    from neardup.service import ServiceIndex
 
-    manifest = read_manifest(store)
-    assert manifest is not None, f"{store} holds no committed index"
+    with ServiceIndex(store, read_only=True) as ix:
+        pages = ix.committed_state().pages.select(["url", "group_id", "removed"])
     con = duckdb.connect()
-    con.register(
-        "svc_pages", read_state(store, manifest).pages.select(["url", "group_id", "removed"])
-    )
+    con.register("svc_pages", pages)
     con.execute(f"ATTACH '{run_dir / 'neardup.duckdb'}' AS run (READ_ONLY)")
     row = con.execute(
         """
