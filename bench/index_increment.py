@@ -15,6 +15,9 @@ index after the increment against it (REP, RER: same-group pairs only one side h
         --master spark://127.0.0.1:7077 --spark-conf spark.executor.memory=3g
 
 (the last on a standalone master with two one-core workers, `bench/standalone_cluster.sh`).
+With `--behind N`, the increments go into a copy of the base to which N of its pages were
+first sent again, rewritten, by the code measured (its last save that far behind: what a
+writer leaves to the next opening, replayed or not, is in the runs).
 
 Take it on a quiet machine: the load average before each step is in the results
 (bench/out/increment/results.json, one row a run, appended) and the table printed.
@@ -98,6 +101,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--split", type=int, default=2, help="files of the increment")
     parser.add_argument("--no-rescan", action="store_true", help="the increments only")
+    parser.add_argument(
+        "--behind",
+        type=int,
+        default=0,
+        help="first send this many of the base's pages again, rewritten (rewrite_increment.py),"
+        " to a copy of the base, by this code: the increments then go into an index whose"
+        " last save is that far behind",
+    )
     args = parser.parse_args()
 
     pages = corpus(args.pages)
@@ -117,6 +128,16 @@ def main() -> None:
         code = "import sys; from neardup.service import ServiceIndex; "
         code += "ServiceIndex(sys.argv[1]).close()"
         subprocess.run([str(NEARDUP.parent / "python"), "-c", code, str(base)], check=True)
+    if args.behind:  # made again each time: what is left behind depends on the code
+        mix = folder / f"behind-{args.behind}.jsonl"
+        maker = Path(__file__).resolve().parent / "rewrite_increment.py"
+        cmd = [sys.executable, str(maker), str(pages), str(mix), "--pages", str(args.behind)]
+        subprocess.run([*cmd, "--among", str(keep), "--seed", "11"], check=True)
+        behind = folder / "base-behind"
+        shutil.rmtree(behind, ignore_errors=True)
+        subprocess.run(["cp", "-al", str(base), str(behind)], check=True)
+        timed([str(NEARDUP), "add", str(behind), str(mix), "--json"], log)
+        base = behind
     parts = split_lines(pages, folder / "increment", keep, args.split)
     extra = engine_args(args.engine, args.master, args.spark_conf)
     runs = []
@@ -137,6 +158,7 @@ def main() -> None:
         "master": args.master if args.engine == "spark" else None,
         "runs": runs,
         "median_s": statistics.median(walls),
+        "behind": args.behind,
     }
     if not args.no_rescan:
         shards = split_lines(pages, folder / "shards", 0, 8)

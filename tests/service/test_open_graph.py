@@ -5,6 +5,7 @@ arrays) where none is saved; either way it must be the graph the batches built p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -101,6 +102,26 @@ KILL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@contextlib.contextmanager
+def _paused_in_a_save(script: str, store, texts: list[str]):
+    """`script` run on `store` and `texts` in a process of its own, held once a folder it
+    saves is written and before the manifest naming it (`GRAPH_SLEEP_HOOK`), then killed
+    (SIGKILL) when the block ends."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(store), *texts],
+        env={**os.environ, GRAPH_SLEEP_HOOK: "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert TX_MARKER in proc.stdout.readline()
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_version(
     tmp_path, monkeypatch
 ):
@@ -114,23 +135,12 @@ def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_versio
         ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:40])])
     manifest = read_manifest(store)
     assert manifest is not None and graph_name(manifest) is not None
-    proc = subprocess.Popen(
-        [sys.executable, "-c", KILL_SCRIPT, str(store), *texts[40:]],
-        env={**os.environ, GRAPH_SLEEP_HOOK: "60"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert TX_MARKER in proc.stdout.readline()
+    with _paused_in_a_save(KILL_SCRIPT, store, texts[40:]):
         # the batch is committed, its graph folder complete on disk, named by no manifest
         during = read_manifest(store)
         assert during.version == manifest.version + 1
         assert graph_name(during) == graph_name(manifest)
         assert len(list(store.glob(f"{GRAPH_PREFIX}*[0-9]"))) == 2
-    finally:
-        proc.kill()
-        proc.wait()
     with ServiceIndex(store, read_only=True) as ix:
         assert ix.graph_tail > 0  # the batch's pages, replayed into the older arrays
         assert "http://k/0" in ix.pages
@@ -147,6 +157,50 @@ def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_versio
         assert after == _built_at_once(ix) and after != before
     with ServiceIndex(store, read_only=True) as ix:
         assert _graph(ix) == after
+
+
+CHANGES_KILL_SCRIPT = textwrap.dedent("""
+    import sys
+    import neardup.service.index as index_module
+    from neardup.service import PageUpdate, ServiceIndex
+    index_module.CHANGES_AT_CLOSE_PAGES = 0  # closing writes the graph's changes
+    with ServiceIndex(sys.argv[1]) as ix:
+        ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(sys.argv[2:])])
+""")
+
+
+def test_a_kill_after_the_graph_changes_before_the_manifest_keeps_the_last_version(
+    tmp_path, monkeypatch
+):
+    """kill -9 once a closing writer wrote the graph's changes since the save, before the
+    manifest naming them: the last version opens whole (its rows replayed into the save),
+    the next writer removes the leftover folder, and its own changes written at close
+    open with nothing to replay, as the graph it held."""
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    store = tmp_path / "s"
+    texts = _texts(60, 8)
+    with ServiceIndex(store) as ix:  # saved after its batch
+        ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:40])])
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 10**9)
+    with _paused_in_a_save(CHANGES_KILL_SCRIPT, store, texts[40:]):
+        during = read_manifest(store)
+        assert "changes" not in during.meta and len(list(store.glob("changes-*"))) == 1
+    with ServiceIndex(store, read_only=True) as ix:
+        assert ix.replay_tail == ix.graph_tail > 0  # the batch, replayed into the save
+        before = _graph(ix)
+        assert before == _built_at_once(ix) and ix.consistency_errors() == []
+    monkeypatch.setattr(index_module, "CHANGES_AT_CLOSE_PAGES", 0)
+    with ServiceIndex(store) as ix:
+        assert not list(store.glob("changes-*"))  # the leftover removed
+        assert _graph(ix) == before
+        ix.apply([PageUpdate(f"http://z/{i}", text=t) for i, t in enumerate(texts[:9])])
+        after = _graph(ix)
+    assert [p.name for p in store.glob("changes-*")] == [
+        read_manifest(store).meta["changes"]["name"]
+    ]
+    with ServiceIndex(store, read_only=True) as ix:
+        assert ix.replay_tail == 0 < ix.graph_tail  # rows since the save, none replayed
+        assert _graph(ix) == after == _built_at_once(ix)
 
 
 def test_closing_the_writer_saves_the_graph_once_enough_pages_wait(tmp_path, monkeypatch):

@@ -67,15 +67,22 @@ def _batches(texts: list[str], rng: np.random.Generator) -> list[list[PageUpdate
     return out
 
 
-@pytest.mark.parametrize(("seed", "part_rows"), [(0, 1 << 16), (1, 1 << 16), (2, 16), (3, 7)])
+@pytest.mark.parametrize(
+    ("seed", "part_rows", "changes"),
+    [(0, 1 << 16, False), (1, 1 << 16, True), (2, 16, True), (3, 7, False), (4, 16, True)],
+)
 def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
-    tmp_path, monkeypatch, seed, part_rows
+    tmp_path, monkeypatch, seed, part_rows, changes
 ):
     # Saved after every 20 pages written (a save lands between batches, and an opening
     # replays the batches after it); segments merge as they always do. The sketches saved
     # in partitions of `part_rows` rows: one, or many, some linked from the save before.
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 20)
+    # With `changes`, a writer that closes (after every batch, saves every 30 pages) writes
+    # the graph's changes since the save, and an opening takes them in and replays only
+    # the rows after them.
+    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 30 if changes else 20)
     monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
+    monkeypatch.setattr(index_module, "CHANGES_AT_CLOSE_PAGES", 0 if changes else 10**9)
     monkeypatch.setattr(layout_module, "PART_ROWS", part_rows)
     linked: list[str] = []
     real_link = layout_module.os.link
@@ -91,6 +98,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
     twin_store = tmp_path / "twin"  # the same batches, never saved
     saves = set()
     tails: list[int] = []
+    took: list[tuple[int, int]] = []  # (rows since the save, rows replayed) of openings
     settings = Settings(max_bucket_pairs=3)
     ix = ServiceIndex(store, settings)
     with monkeypatch.context() as m:
@@ -98,7 +106,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
         twin = ServiceIndex(twin_store, settings)
     try:
         for k, batch in enumerate(_batches(texts, rng)):
-            if k % 3 == 2:  # a new writer, opened from the save and the rows since, goes on
+            if k % 3 == 2 or (changes and k):  # a new writer, opened from the save, goes on
                 ix.close()
                 ix = ServiceIndex(store)
             ix.apply(batch)
@@ -111,8 +119,12 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
                 assert all(segment_version(s) > _saved_at(manifest) for s in manifest.segments)
             on_disk = sorted(p.name for p in store.iterdir() if p.name.startswith(SEG_PREFIX))
             assert on_disk == sorted(manifest.segments)
+            written = sorted(p.name for p in store.iterdir() if p.name.startswith("changes-"))
+            named = manifest.meta.get("changes")
+            assert written == ([named["name"]] if named else [])  # stale ones removed
             with ServiceIndex(store, read_only=True) as saved:
                 tails.append(saved.graph_tail)  # rows read from the segments
+                took.append((saved.graph_tail, saved.replay_tail))
                 assert _state(saved) == built
                 assert _graph(saved) == graph
             # The twin's files read the older way: every segment's rows, nothing saved.
@@ -127,6 +139,8 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
         ix.close()
         twin.close()
     assert len(saves) > 3 and any(tails) and not all(tails)  # saves and replays both
+    # Openings that took the graph's changes in replayed fewer rows than were written.
+    assert any(replayed < rows for rows, replayed in took) == changes
     parts = sorted((store / manifest.meta["graph"]["name"]).glob("page_sigs.p*.npy"))
     assert len(parts) == -(-(manifest.meta["graph"]["pages"] + 1024) // part_rows)
     if part_rows < 10:  # partitions of a save before, unchanged since, linked

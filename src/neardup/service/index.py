@@ -48,6 +48,14 @@ from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service.band_save import TableWriter, fill_tables
 from neardup.service.batch import compute_batch
+from neardup.service.graph_changes import (
+    CHANGE_ARRAYS,
+    SLOT_COLUMNS,
+    changes_name,
+    graph_changes,
+    slot_changes_into,
+    take_changes,
+)
 from neardup.service.layout import (
     GRAPH_PREFIX,
     GROUP_SCHEMA,
@@ -104,7 +112,12 @@ TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored n
 GRAPH_EVERY_PAGES = 4096
 GRAPH_EVERY_SHARE = 8
 GRAPH_AT_CLOSE_PAGES = 4096
-GRAPH_AT_CLOSE_SHARE = 32
+GRAPH_AT_CLOSE_SHARE = 8
+# A writer that closes with more rows than this for the next opening to replay (and no save
+# due) writes the graph's changes since the save instead (`graph_changes.py`): with them,
+# the next opening replays only what was written after them, so a save at close is due no
+# sooner than after a batch (a share of 8, where it was 32 when openings replayed all).
+CHANGES_AT_CLOSE_PAGES = 1024
 TRIM_AFTER_ROWS = 65_536  # merges of at least this many rows give the freed heap back
 
 
@@ -205,6 +218,9 @@ class ServiceIndex:
         graph = getattr(self, "graph_meta", None)
         if graph is not None:
             meta["graph"] = graph
+        changes = getattr(self, "changes_meta", None)
+        if changes is not None:
+            meta["changes"] = changes
         store = getattr(self, "store_rows", None)
         if store is not None and store.map is not None:
             meta["length_map"] = {"edges": store.map.to_json(), "rows": store.map_rows}
@@ -298,13 +314,15 @@ class ServiceIndex:
         # The slots of the page rows written since the save the page table was opened
         # from: the rows the next save takes from memory (`PageTable.saved_arrays`).
         self._written: list[np.ndarray] = [np.empty(0, np.int64)]
-        manifest, state, saved = self._read_version()
+        manifest, state, saved, changes = self._read_version()
         at = _saved_at(manifest) if saved is not None else None  # the saved pages' version
         if self.writer is not None and at is None and state.pages.column("slot").null_count:
             manifest, state = self._give_slots(manifest, state)
         self.manifest = manifest
         self.next_group = int(manifest.meta.get("next_group", 1))
         self.graph_meta: dict[str, Any] | None = manifest.meta.get("graph")
+        # The graph's changes since the save that this version names (None: none).
+        self.changes_meta: dict[str, Any] | None = _changes_of(manifest) if changes else None
         self.redirects = RedirectGraph()
         o = self.options
         self.store_rows = SignatureStore(
@@ -318,12 +336,18 @@ class ServiceIndex:
             self.rows,
         )
         saved_keys = None  # the band keys the saved graph filed the replayed nodes under
+        replay = None  # the rows to replay into the graph (None: every row since the save)
         if saved is not None and at is not None:
             assert self.graph_meta is not None
-            self.pages, self.groups, self.winners, saved_keys = self._saved_tables(
-                self.graph_meta, saved, state
-            )
             tail = state.pages.column("slot").to_numpy()
+            if changes is not None:  # replayed: only the rows written after the changes
+                assert self.changes_meta is not None
+                slot_changes_into(saved, changes)
+                after = state.pages.column("version").to_numpy()
+                replay = tail[after > int(self.changes_meta["version"])]
+            self.pages, self.groups, self.winners, saved_keys = self._saved_tables(
+                self.graph_meta, saved, state, tail if replay is None else replay
+            )
             self._written = [tail]  # rows that differ from the save's (`_save_graph_now`)
         else:
             # The pages as columns (`pages.PageTable`): one signature matrix, no object a
@@ -360,9 +384,14 @@ class ServiceIndex:
                 self.graph_meta = None
                 all_slots = np.arange(n, dtype=np.int64)
                 self.scan_graph.build(all_slots[self.scan_graph.eligible(all_slots)])
-            elif tail.size:
-                self.scan_graph.replay(tail, saved_keys)
-        self.graph_tail = int(tail.size)
+            else:
+                if changes is not None:
+                    take_changes(self.scan_graph, changes)
+                replay = tail if replay is None else replay
+                if replay.size:
+                    self.scan_graph.replay(replay, saved_keys)
+        self.graph_tail = int(tail.size)  # rows written since the save
+        self.replay_tail = int(tail.size if replay is None else replay.size)  # to replay
         grid = manifest.meta.get("length_map")
         if grid is not None and len(grid["edges"]) == o.dims:
             self.store_rows.map = LengthMap.from_json(grid["edges"])
@@ -376,21 +405,30 @@ class ServiceIndex:
         _settle()
         self._opened = True
 
-    def _read_version(self) -> tuple[Manifest, Segment, dict[str, np.ndarray] | None]:
+    def _read_version(
+        self,
+    ) -> tuple[Manifest, Segment, dict[str, np.ndarray] | None, dict[str, np.ndarray] | None]:
         """The last committed version, its state and its graph's arrays mapped (None: it
         names none, or its pages have no slots yet). Of an index saved with its pages
         (`_saved_at`), the state is only what was written since, and the arrays hold the
-        rest. A writer may replace the graph folder between our reading the manifest and
-        mapping it; then the newer version is read (`read_committed`)."""
+        rest; with them, the graph's changes since the save when the version names them
+        (`graph_changes.py`). A writer may replace the graph folder between our reading the
+        manifest and mapping it; then the newer version is read (`read_committed`)."""
 
-        def graph_arrays(manifest: Manifest, state: Segment) -> dict[str, np.ndarray] | None:
+        Arrays = dict[str, np.ndarray]
+
+        def graph_arrays(manifest: Manifest, state: Segment) -> tuple[Arrays, Arrays | None] | None:
             name = graph_name(manifest)
             saved = _saved_at(manifest) is not None
             if name is None or (not saved and state.pages.column("slot").null_count):
                 return None
             try:
                 names = GRAPH_ARRAYS + (PAGE_ARRAYS + GROUP_ARRAYS if saved else ())
-                return read_arrays(self.store, name, names, writable=True)
+                arrays = read_arrays(self.store, name, names, writable=True)
+                changes = _changes_of(manifest) if saved else None
+                if changes is None:
+                    return arrays, None
+                return arrays, read_arrays(self.store, str(changes["name"]), CHANGE_ARRAYS)
             except FileNotFoundError:
                 if read_manifest(self.store) == manifest and (self.store / name).is_dir():
                     if saved:  # the segments it holds are gone: nothing to rebuild from
@@ -405,29 +443,31 @@ class ServiceIndex:
 
         fallback = Manifest(meta=self._meta(1))
         try:
-            return read_committed(self.store, fallback, graph_arrays, _saved_at)
+            got, state, read = read_committed(self.store, fallback, graph_arrays, _saved_at)
+            return (got, state, None, None) if read is None else (got, state, *read)
         except _Unreadable:
 
             def unsaved(manifest: Manifest) -> Manifest:
                 manifest.meta.pop("graph", None)
+                manifest.meta.pop("changes", None)
                 return manifest
 
             got, state, _ = read_committed(self.store, fallback, lambda m, s: unsaved(m))
-            return got, state, None
+            return got, state, None, None
 
     def _saved_tables(
-        self, graph: dict[str, Any], saved: dict[str, np.ndarray], tail: Segment
+        self, graph: dict[str, Any], saved: dict[str, np.ndarray], tail: Segment, replay: np.ndarray
     ) -> tuple[PageTable, GroupMembers, Winners, dict[int, np.ndarray]]:
         """The pages, groups and winners as saved with the graph `graph` names (maps), then
         the rows written since (`tail`) put in place: a page's row, its group's members,
         the group rows. A group that lost its last page since is no group (a merge that
         reached the oldest segment may have dropped its deletion row). With them, the band
-        keys the saved graph filed the rewritten nodes under (`ScanGraph.replay`)."""
+        keys the saved graph filed the nodes among `replay` under (`ScanGraph.replay`)."""
         folder = self.store / str(graph["name"])
         n, dims = int(graph["pages"]), self.options.dims
         t = PageTable.from_saved(saved, n, self.settings.num_perm, dims, folder)
         slots = tail.pages.column("slot").to_numpy()
-        keys = saved_node_keys(self.settings, t, slots, saved["node"])
+        keys = saved_node_keys(self.settings, t, replay, saved["node"])
         before = t.apply_rows(tail.pages, tail.signatures, tail.dim_lengths)
         groups = GroupMembers(t, saved)
         groups.move(slots, before)
@@ -481,25 +521,56 @@ class ServiceIndex:
                 self.winners.saved_arrays(),
             )
             write_arrays(self.store, name, arrays, hook=True)
-            before = self.graph_meta
+            before, changed = self.graph_meta, self.changes_meta
             saved: dict[str, Any] = {"name": name, "version": old.version, "pages": n}
-            self.graph_meta = saved
+            self.graph_meta, self.changes_meta = saved, None  # changes against the old save
             try:
                 # The save holds every row of every segment (the state of `old.version`):
                 # the new version names none, so the index is on disk once, not twice.
                 new = Manifest(old.version + 1, [], [], self._meta(self.next_group))
                 commit(self.store, new)
             except BaseException:
-                self.graph_meta = before
+                self.graph_meta, self.changes_meta = before, changed
                 raise
             self.manifest = new
+            self.replay_tail = 0
         self._map_graph(saved)
         # Readers that mapped the old files keep their maps; one opening meanwhile finds a
         # file gone and reads the new version (`read_committed`).
-        gone = [*old.segments, *([str(before["name"])] if before is not None else [])]
+        gone = [*old.segments, *(str(m["name"]) for m in (before, changed) if m is not None)]
         for folder in gone:
             shutil.rmtree(self.store / folder, ignore_errors=True)
         _return_freed()  # the overlay folded into the files, and the save's blocks
+
+    def _saved_with_pages(self) -> bool:
+        return self.graph_meta is not None and "pages" in self.graph_meta
+
+    def _save_changes_now(self) -> None:
+        """Write the graph's changes since the save (`graph_changes.py`) and commit a
+        version naming them, with the same segments: the next opening takes them in and
+        replays only the rows written after them. A kill before the commit leaves a folder
+        no manifest names (removed by the next writer); the changes they replace are
+        removed after it."""
+        assert self.graph_meta is not None
+        with self._commit_lock:
+            old = self.manifest
+            name = changes_name(old.version + 1)
+            graph = str(self.graph_meta["name"])
+            as_saved = read_arrays(self.store, graph, SLOT_COLUMNS)
+            changes = graph_changes(self.scan_graph, as_saved)
+            write_arrays(self.store, name, changes.items(), hook=True)
+            before = self.changes_meta
+            self.changes_meta = {"name": name, "version": old.version, "graph": graph}
+            try:
+                new = Manifest(old.version + 1, old.segments, old.rows, self._meta(self.next_group))
+                commit(self.store, new)
+            except BaseException:
+                self.changes_meta = before
+                raise
+            self.manifest = new
+            self.replay_tail = 0
+        if before is not None:
+            shutil.rmtree(self.store / str(before["name"]), ignore_errors=True)
 
     def _map_graph(self, graph: dict[str, Any]) -> None:
         """The graph mapped from its saved folder `graph` (`graph_meta` of the version it
@@ -513,7 +584,8 @@ class ServiceIndex:
         pages, groups, winners = self.pages, self.groups, self.winners
         if pages_saved:
             nothing = empty_segment(self.settings.num_perm, self.options.dims)
-            pages, groups, winners, _ = self._saved_tables(graph, arrays, nothing)
+            none = np.empty(0, np.int64)
+            pages, groups, winners, _ = self._saved_tables(graph, arrays, nothing, none)
         mapped = ScanGraph(self.settings, pages, arrays)
         with self.lock:
             assert pages.n == self.pages.n, "the saved pages are not the ones in memory"
@@ -553,6 +625,9 @@ class ServiceIndex:
                 if self.graph_tail > due:
                     with self.lock:
                         self._save_graph_now()
+                elif self.replay_tail > CHANGES_AT_CLOSE_PAGES and self._saved_with_pages():
+                    with self.lock:
+                        self._save_changes_now()
         finally:
             self._release()
 
@@ -886,6 +961,7 @@ class ServiceIndex:
                 self.pages, self.groups, self.winners, dirty, groups, dropped, version
             )
             self.graph_tail += seg.pages.num_rows
+            self.replay_tail += seg.pages.num_rows
             self._written.append(seg.pages.column("slot").to_numpy())
             name = segment_name(version)
             write_segment(self.store, name, seg, hook=True)
@@ -986,6 +1062,13 @@ class ServiceIndex:
 
 class _Unreadable(Exception):
     """A graph folder the manifest names lacks a file this neardup reads."""
+
+
+def _changes_of(manifest: Manifest) -> dict[str, Any] | None:
+    """The graph's changes the version names, when they were written against its save."""
+    changes = manifest.meta.get("changes")
+    graph = graph_name(manifest)
+    return changes if changes is not None and changes.get("graph") == graph else None
 
 
 def _saved_at(manifest: Manifest) -> int | None:

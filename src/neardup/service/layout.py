@@ -16,6 +16,9 @@ the rows were not files another engine could read. Now the store folder holds:
                             names it and that version): the scan graph's sorted arrays
                             (`scangraph.ScanGraph.arrays`), the page table by slot, the
                             groups and winners (`.npy`), memory-mapped on opening
+    changes-000001/ ...     the scan graph's changes since that save, written by a writer
+                            that closed with rows to replay (`graph_changes.py`); the
+                            manifest's "changes" names them with the save they are against
 
 A save holds every row of the segments committed before it, so the version that commits it
 names no segment (format 3; an index of format 2 kept them, and is written on as 3): the
@@ -68,6 +71,7 @@ READ_FORMATS = (2, 3)
 LEGACY_DB = "service.duckdb"
 SEG_PREFIX = "seg-"
 GRAPH_PREFIX = "graph-"
+CHANGES_PREFIX = "changes-"  # the graph's changes since its save (`graph_changes.py`)
 # Test hook: seconds to sleep while a batch's segment is half written (pages written, groups
 # not yet, manifest not yet), printing a marker first, so a test can kill the process there.
 SLEEP_HOOK = "NEARDUP_SERVICE_SLEEP_IN_TX"
@@ -632,15 +636,18 @@ def _size_class(rows: int) -> int:
 
 
 def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
-    """Delete segment and graph folders the committed manifest does not name (a batch killed
-    before its commit, a merge's inputs, a graph replaced by a newer one); only the writer
-    calls this."""
+    """Delete segment, graph and graph-changes folders the committed manifest does not name
+    (a batch killed before its commit, a merge's inputs, a graph replaced by a newer one);
+    only the writer calls this."""
     named = set(manifest.segments) if manifest else set()
     graph = graph_name(manifest)
     if graph is not None:
         named.add(graph)
+    changes = manifest.meta.get("changes") if manifest else None
+    if changes is not None:
+        named.add(str(changes["name"]))
     for p in store.iterdir():
-        if p.name.startswith((SEG_PREFIX, GRAPH_PREFIX)) and p.name not in named:
+        if p.name.startswith((SEG_PREFIX, GRAPH_PREFIX, CHANGES_PREFIX)) and p.name not in named:
             shutil.rmtree(p, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         (store / f"{MANIFEST}.tmp").unlink()

@@ -1,0 +1,159 @@
+"""The scan graph's changes since the last save, written when a writer closes (issue 27).
+
+An index opens from its save (mapped) and the rows its segments hold since; the pages,
+groups and winners take those rows in place, but the scan graph (classes, candidate
+counts, edges, band index) has to be brought up to date by replaying them, about as dear as
+applying them was (65 µs a page at a million pages). A writer saved at close once more than
+1/32 of the index was written since, so each `neardup add` replayed up to that much: at a
+billion pages, half an hour of one core a day. Instead, a writer that closes with rows to
+replay writes what its graph changed since the save, a small folder (`changes-N/`) of the
+overlay's entries only: the per-slot columns that differ from the save's, the classes,
+candidate counts and edges changed, the band index's delta, its nodes' keys and the nodes
+that left. The next opening maps the save, takes these in, and replays only the rows
+written after them. A save makes them stale (the manifest names them with the save they
+were written against, and a save's version names none); a writer removes stale ones as
+leftovers.
+
+Everything here is kept exactly as the graph holds it in memory (edge resemblances as
+float64, the order of a class's members and of a node's edges), so the opened graph is the
+writer's, not an approximation of it (tested against the writer's and a twin's replay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from neardup.service.layout import CHANGES_PREFIX
+
+if TYPE_CHECKING:
+    from neardup.service.scangraph import ScanGraph
+
+SLOT_COLUMNS = ("member", "mfp", "node")  # the graph's per-slot columns, saved by slot
+CHANGE_ARRAYS = (
+    "slots",
+    *SLOT_COLUMNS,
+    "cls_fp",
+    "cls_ptr",
+    "cls_slots",
+    "pair_keys",
+    "pair_counts",
+    "adj_u",
+    "adj_ptr",
+    "adj_v",
+    "adj_s",
+    "delta_keys",
+    "delta_slots",
+    "stash_slots",
+    "stash_keys",
+    "dead",
+)
+
+
+def changes_name(version: int) -> str:
+    return f"{CHANGES_PREFIX}{version:08d}"
+
+
+def graph_changes(graph: ScanGraph, saved: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What `graph` holds beyond the save whose per-slot columns are `saved` (read from its
+    files, not the graph's copy-on-write maps of them), as arrays."""
+    n = graph.pages.n
+    m = min(n, int(saved["member"].size))
+    differ = np.zeros(m, bool)
+    for name in SLOT_COLUMNS:
+        differ |= np.asarray(getattr(graph, name)[:m]) != np.asarray(saved[name][:m])
+    slots = np.concatenate([np.flatnonzero(differ), np.arange(m, n)]).astype(np.int64)
+    out: dict[str, np.ndarray] = {"slots": slots}
+    for name in SLOT_COLUMNS:
+        out[name] = np.asarray(getattr(graph, name)[slots])
+    out["cls_fp"], out["cls_ptr"], out["cls_slots"] = _packed(graph.cls_over)
+    out["pair_keys"] = np.fromiter(graph.pair_over, np.int64, len(graph.pair_over))
+    out["pair_counts"] = np.fromiter(graph.pair_over.values(), np.int64, len(graph.pair_over))
+    out["adj_u"], out["adj_ptr"], out["adj_v"] = _packed(graph.adj_over)
+    out["adj_s"] = np.array([s for nb in graph.adj_over.values() for s in nb.values()], np.float64)
+    b = graph.buckets
+    out["delta_keys"] = np.stack(b.delta_keys).astype(np.int64)
+    out["delta_slots"] = np.stack(b.delta_slots).astype(np.int32)
+    # The delta's nodes' own keys (`new_keys`) are the delta's entries by slot: not written
+    # twice, but taken from the delta again.
+    assert len(b.new_keys) == b.delta_slots[0].size, "the delta's nodes are its keyed nodes"
+    out["stash_slots"], out["stash_keys"] = _keyed(b.stashed, b.tables)
+    out["dead"] = np.flatnonzero(b.base_dead).astype(np.int64)
+    return out
+
+
+def slot_changes_into(columns: Mapping[str, np.ndarray], changes: Mapping[str, np.ndarray]) -> None:
+    """The per-slot changes put into columns of the save (copy-on-write maps), for the slots
+    they hold: the graph's columns as of the changes, before the graph is made from them."""
+    slots = np.asarray(changes["slots"])
+    inside = slots < columns["member"].size
+    for name in SLOT_COLUMNS:
+        columns[name][slots[inside]] = np.asarray(changes[name])[inside]
+
+
+def take_changes(graph: ScanGraph, changes: Mapping[str, np.ndarray]) -> None:
+    """The changes put into a graph made from the save they were written against."""
+    graph._fit()
+    slots = np.asarray(changes["slots"])
+    for name in SLOT_COLUMNS:
+        getattr(graph, name)[slots] = np.asarray(changes[name])
+    graph.cls_over = {
+        fp: tuple(members)
+        for fp, members in _unpacked(changes["cls_fp"], changes["cls_ptr"], changes["cls_slots"])
+    }
+    graph.pair_over = dict(
+        zip(
+            np.asarray(changes["pair_keys"]).tolist(),
+            np.asarray(changes["pair_counts"]).tolist(),
+            strict=True,
+        )
+    )
+    s = np.asarray(changes["adj_s"]).tolist()
+    ptr = np.asarray(changes["adj_ptr"]).tolist()
+    graph.adj_over = {
+        u: dict(zip(v, s[ptr[i] : ptr[i + 1]], strict=True))
+        for i, (u, v) in enumerate(
+            _unpacked(changes["adj_u"], changes["adj_ptr"], changes["adj_v"])
+        )
+    }
+    b = graph.buckets
+    b.delta_keys = [np.array(row, np.int64) for row in np.asarray(changes["delta_keys"])]
+    b.delta_slots = [np.array(row, np.int32) for row in np.asarray(changes["delta_slots"])]
+    by_slot = [np.argsort(row, kind="stable") for row in b.delta_slots]
+    nodes = b.delta_slots[0][by_slot[0]].astype(np.int64) if by_slot else np.empty(0, np.int64)
+    keys = np.stack([k[o] for k, o in zip(b.delta_keys, by_slot, strict=True)], axis=1)
+    b.new_keys = _unkeyed(nodes, keys)
+    b.stashed = _unkeyed(changes["stash_slots"], changes["stash_keys"])
+    dead = np.asarray(changes["dead"])
+    if dead.size and int(dead[-1]) >= b.base_dead.size:
+        grown = np.zeros(max(int(dead[-1]) + 1, b.base_dead.size * 3 // 2), bool)
+        grown[: b.base_dead.size] = b.base_dead
+        b.base_dead = grown
+    b.base_dead[dead] = True
+
+
+def _packed(d: Mapping[int, object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """{key: members (an iterable of ints, kept in its order)} as keys, pointers, members."""
+    keys = np.fromiter(d, np.int64, len(d))
+    sizes = np.fromiter((len(v) for v in d.values()), np.int64, len(d))  # type: ignore[arg-type]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    flat = [x for v in d.values() for x in v]  # type: ignore[attr-defined]
+    return keys, ptr, np.array(flat, np.int64)
+
+
+def _unpacked(keys: np.ndarray, ptr: np.ndarray, flat: np.ndarray) -> list[tuple[int, list[int]]]:
+    p, f = np.asarray(ptr).tolist(), np.asarray(flat).tolist()
+    return [(k, f[p[i] : p[i + 1]]) for i, k in enumerate(np.asarray(keys).tolist())]
+
+
+def _keyed(d: Mapping[int, np.ndarray], tables: int) -> tuple[np.ndarray, np.ndarray]:
+    slots = np.fromiter(d, np.int64, len(d))
+    keys = np.stack(list(d.values())) if d else np.zeros((0, tables), np.int64)
+    return slots, keys.astype(np.int64)
+
+
+def _unkeyed(slots: np.ndarray, keys: np.ndarray) -> dict[int, np.ndarray]:
+    matrix = np.array(keys, np.int64)
+    return dict(zip(np.asarray(slots).tolist(), matrix, strict=True))
