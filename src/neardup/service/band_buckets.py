@@ -20,6 +20,7 @@ is replayed on opening (`base_keys_of`), where the sketches may have changed sin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -128,12 +129,7 @@ class BandBuckets:
         """Take nodes out: out of the delta now, skipped in the base from now on."""
         if not slots:
             return
-        top = max(slots)
-        if top >= self.base_dead.size:
-            grown = np.zeros(max(top + 1, self.base_dead.size * 3 // 2), bool)
-            grown[: self.base_dead.size] = self.base_dead
-            self.base_dead = grown
-        self.base_dead[slots] = True
+        self._mark_dead(slots)
         for s in slots:
             self.stashed.pop(s, None)
         gone = [s for s in slots if self.new_keys.pop(s, None) is not None]
@@ -143,6 +139,47 @@ class BandBuckets:
                 keep = ~np.isin(self.delta_slots[t], drop)
                 self.delta_keys[t] = self.delta_keys[t][keep]
                 self.delta_slots[t] = self.delta_slots[t][keep]
+
+    def _mark_dead(self, slots: list[int]) -> None:
+        """Base entries of `slots` skipped from now on (the mask grown to hold them)."""
+        top = max(slots)
+        if top >= self.base_dead.size:
+            grown = np.zeros(max(top + 1, self.base_dead.size * 3 // 2), bool)
+            grown[: self.base_dead.size] = self.base_dead
+            self.base_dead = grown
+        self.base_dead[slots] = True
+
+    def changes(self) -> dict[str, np.ndarray]:
+        """What this index holds beyond its base, as arrays (`graph_changes.py`): the delta
+        (every node of it is in every table once: (tables, nodes) matrices), the stashed
+        keys and the base nodes that left. The delta's nodes' own keys (`new_keys`) are its
+        entries by slot, so they are not written again."""
+        assert len(self.new_keys) == self.delta_slots[0].size, "the delta's nodes are keyed"
+        stashed = self.stashed
+        return {
+            "delta_keys": np.stack(self.delta_keys).astype(np.int64),
+            "delta_slots": np.stack(self.delta_slots).astype(np.int32),
+            "stash_slots": np.fromiter(stashed, np.int64, len(stashed)),
+            "stash_keys": (
+                np.stack(list(stashed.values())) if stashed else np.zeros((0, self.tables))
+            ).astype(np.int64),
+            "dead": np.flatnonzero(self.base_dead).astype(np.int64),
+        }
+
+    def take_changes(self, changes: Mapping[str, np.ndarray]) -> None:
+        """`changes` (of this index's base, by `changes`) put in, on an index holding its
+        base alone."""
+        self.delta_keys = [np.array(row, np.int64) for row in np.asarray(changes["delta_keys"])]
+        self.delta_slots = [np.array(row, np.int32) for row in np.asarray(changes["delta_slots"])]
+        by_slot = [np.argsort(row, kind="stable") for row in self.delta_slots]
+        nodes = self.delta_slots[0][by_slot[0]].tolist()
+        keys = np.stack([k[o] for k, o in zip(self.delta_keys, by_slot, strict=True)], axis=1)
+        self.new_keys = dict(zip(nodes, keys, strict=True))
+        stash = np.array(changes["stash_keys"], np.int64)
+        self.stashed = dict(zip(np.asarray(changes["stash_slots"]).tolist(), stash, strict=True))
+        dead = np.asarray(changes["dead"]).tolist()
+        if dead:
+            self._mark_dead(dead)
 
     def add(self, slots: list[int], keys: np.ndarray) -> None:
         """Put new nodes in (len(slots) x tables keys) into the delta."""

@@ -53,8 +53,8 @@ def write_delta(
     each writer against the files it reads and writes)."""
     out = folder / DELTA
     out.mkdir()
-    np.save(out / "keys.npy", np.stack(delta_keys) if delta_keys else np.zeros((0, 0), np.int64))
-    np.save(out / "slots.npy", np.stack(delta_slots) if delta_slots else np.zeros((0, 0), np.int32))
+    np.save(out / "keys.npy", np.stack(delta_keys).astype(np.int64))
+    np.save(out / "slots.npy", np.stack(delta_slots).astype(np.int32))
     np.save(out / "left.npy", np.asarray(left, np.int64))
     (out / "widths.json").write_text(json.dumps({"base": base_width, "new": width}))
 
@@ -85,10 +85,8 @@ def write_table(folder: Path, before: Path | None, t: int) -> None:
     sort of both would place them), written in place a block at a time and flushed."""
     delta = folder / DELTA
     wide = widths(folder)
-    dk = np.load(delta / "keys.npy", mmap_mode="r")
-    dk = dk[t] if dk.size else np.empty(0, np.int64)
-    ds = np.load(delta / "slots.npy", mmap_mode="r")
-    ds = ds[t] if ds.size else np.empty(0, np.int32)
+    dk = np.load(delta / "keys.npy", mmap_mode="r")[t]  # (tables, nodes): never no table
+    ds = np.load(delta / "slots.npy", mmap_mode="r")[t]
     left = np.load(delta / "left.npy")
     bk: np.ndarray = np.empty(0, np.int64)
     bs: np.ndarray = np.empty(0, np.int32)

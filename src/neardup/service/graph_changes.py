@@ -8,11 +8,11 @@ applying them was (65 µs a page at a million pages). A writer saved at close on
 billion pages, half an hour of one core a day. Instead, a writer that closes with rows to
 replay writes what its graph changed since the save, a small folder (`changes-N/`) of the
 overlay's entries only: the per-slot columns that differ from the save's, the classes,
-candidate counts and edges changed, the band index's delta, its nodes' keys and the nodes
-that left. The next opening maps the save, takes these in, and replays only the rows
-written after them. A save makes them stale (the manifest names them with the save they
-were written against, and a save's version names none); a writer removes stale ones as
-leftovers.
+candidate counts and edges changed, and the band index's own changes
+(`BandBuckets.changes`: its delta, stashed keys and the nodes that left). The next opening
+maps the save, takes these in, and replays only the rows written after them. A save makes
+them stale (the manifest names them with the save they were written against, and a save's
+version names none); a writer removes stale ones as leftovers.
 
 Everything here is kept exactly as the graph holds it in memory (edge resemblances as
 float64, the order of a class's members and of a node's edges), so the opened graph is the
@@ -73,14 +73,7 @@ def graph_changes(graph: ScanGraph, saved: Mapping[str, np.ndarray]) -> dict[str
     out["pair_counts"] = np.fromiter(graph.pair_over.values(), np.int64, len(graph.pair_over))
     out["adj_u"], out["adj_ptr"], out["adj_v"] = _packed(graph.adj_over)
     out["adj_s"] = np.array([s for nb in graph.adj_over.values() for s in nb.values()], np.float64)
-    b = graph.buckets
-    out["delta_keys"] = np.stack(b.delta_keys).astype(np.int64)
-    out["delta_slots"] = np.stack(b.delta_slots).astype(np.int32)
-    # The delta's nodes' own keys (`new_keys`) are the delta's entries by slot: not written
-    # twice, but taken from the delta again.
-    assert len(b.new_keys) == b.delta_slots[0].size, "the delta's nodes are its keyed nodes"
-    out["stash_slots"], out["stash_keys"] = _keyed(b.stashed, b.tables)
-    out["dead"] = np.flatnonzero(b.base_dead).astype(np.int64)
+    out.update(graph.buckets.changes())
     return out
 
 
@@ -118,20 +111,7 @@ def take_changes(graph: ScanGraph, changes: Mapping[str, np.ndarray]) -> None:
             _unpacked(changes["adj_u"], changes["adj_ptr"], changes["adj_v"])
         )
     }
-    b = graph.buckets
-    b.delta_keys = [np.array(row, np.int64) for row in np.asarray(changes["delta_keys"])]
-    b.delta_slots = [np.array(row, np.int32) for row in np.asarray(changes["delta_slots"])]
-    by_slot = [np.argsort(row, kind="stable") for row in b.delta_slots]
-    nodes = b.delta_slots[0][by_slot[0]].astype(np.int64) if by_slot else np.empty(0, np.int64)
-    keys = np.stack([k[o] for k, o in zip(b.delta_keys, by_slot, strict=True)], axis=1)
-    b.new_keys = _unkeyed(nodes, keys)
-    b.stashed = _unkeyed(changes["stash_slots"], changes["stash_keys"])
-    dead = np.asarray(changes["dead"])
-    if dead.size and int(dead[-1]) >= b.base_dead.size:
-        grown = np.zeros(max(int(dead[-1]) + 1, b.base_dead.size * 3 // 2), bool)
-        grown[: b.base_dead.size] = b.base_dead
-        b.base_dead = grown
-    b.base_dead[dead] = True
+    graph.buckets.take_changes(changes)
 
 
 def _packed(d: Mapping[int, object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,14 +126,3 @@ def _packed(d: Mapping[int, object]) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def _unpacked(keys: np.ndarray, ptr: np.ndarray, flat: np.ndarray) -> list[tuple[int, list[int]]]:
     p, f = np.asarray(ptr).tolist(), np.asarray(flat).tolist()
     return [(k, f[p[i] : p[i + 1]]) for i, k in enumerate(np.asarray(keys).tolist())]
-
-
-def _keyed(d: Mapping[int, np.ndarray], tables: int) -> tuple[np.ndarray, np.ndarray]:
-    slots = np.fromiter(d, np.int64, len(d))
-    keys = np.stack(list(d.values())) if d else np.zeros((0, tables), np.int64)
-    return slots, keys.astype(np.int64)
-
-
-def _unkeyed(slots: np.ndarray, keys: np.ndarray) -> dict[int, np.ndarray]:
-    matrix = np.array(keys, np.int64)
-    return dict(zip(np.asarray(slots).tolist(), matrix, strict=True))

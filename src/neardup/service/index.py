@@ -322,7 +322,7 @@ class ServiceIndex:
         self.next_group = int(manifest.meta.get("next_group", 1))
         self.graph_meta: dict[str, Any] | None = manifest.meta.get("graph")
         # The graph's changes since the save that this version names (None: none).
-        self.changes_meta: dict[str, Any] | None = _changes_of(manifest) if changes else None
+        self.changes_meta = _changes_of(manifest) if changes is not None else None
         self.redirects = RedirectGraph()
         o = self.options
         self.store_rows = SignatureStore(
@@ -542,9 +542,6 @@ class ServiceIndex:
             shutil.rmtree(self.store / folder, ignore_errors=True)
         _return_freed()  # the overlay folded into the files, and the save's blocks
 
-    def _saved_with_pages(self) -> bool:
-        return self.graph_meta is not None and "pages" in self.graph_meta
-
     def _save_changes_now(self) -> None:
         """Write the graph's changes since the save (`graph_changes.py`) and commit a
         version naming them, with the same segments: the next opening takes them in and
@@ -625,7 +622,7 @@ class ServiceIndex:
                 if self.graph_tail > due:
                     with self.lock:
                         self._save_graph_now()
-                elif self.replay_tail > CHANGES_AT_CLOSE_PAGES and self._saved_with_pages():
+                elif self.replay_tail > CHANGES_AT_CLOSE_PAGES and _saved_at(self.manifest):
                     with self.lock:
                         self._save_changes_now()
         finally:
