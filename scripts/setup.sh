@@ -28,3 +28,10 @@ if [ "$MODE" = "--plain" ]; then
 else
     .venv/bin/python -m pip install --quiet -e '.[dev]'
 fi
+# The kernels compiled ahead of time, so that small commands start no JIT (about a minute,
+# once, and again after an edit of a kernel; kernels/ahead.py). Without a C compiler a plain install goes on without them: its
+# commands then start numba's JIT, which gives the same results.
+if ! .venv/bin/neardup precompile --if-stale; then
+    [ "$MODE" = "--plain" ] || exit 1
+    echo "setup: the kernels were not compiled ahead of time; small commands start the JIT" >&2
+fi

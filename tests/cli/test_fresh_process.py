@@ -67,7 +67,8 @@ def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tm
     for i in range(4):  # several files: the stages run in the workers
         inputs.append(tmp_path / f"part{i}.jsonl")
         shutil.copy(pages, inputs[-1])
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    # on the JIT (as a large scan's workers are), so that numba's own probe is tried too
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "NEARDUP_KERNELS": "jit"}
     args = ["scan", *map(str, inputs), "--out", str(tmp_path / "run"), "--workers", "2"]
     done = subprocess.run(
         [sys.executable, "-m", "neardup.cli.main", *args, "--json", "-q"],

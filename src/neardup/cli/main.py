@@ -36,7 +36,7 @@ from neardup import __version__
 from neardup.cli.output import console
 from neardup.startup import without_probed_modules
 
-GROUPS = ("scan", "demo", "linkgraph", "report", "crawls", "service")  # `--help`'s order
+GROUPS = ("scan", "demo", "linkgraph", "report", "crawls", "service", "kernels")  # `--help`'s order
 
 # The command names each group's `register` adds (checked against the groups by the tests).
 COMMAND_GROUPS: dict[str, str] = {
@@ -46,6 +46,7 @@ COMMAND_GROUPS: dict[str, str] = {
     **dict.fromkeys(("report", "ui"), "report"),
     **dict.fromkeys(("crawl", "evolution", "find-moved", "query"), "crawls"),
     **dict.fromkeys(("serve", "add"), "service"),
+    "precompile": "kernels",
 }
 
 
@@ -57,6 +58,7 @@ HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Hosts and collections": ("mirrors", "collections", "avoid-list", "rollup"),
     "Crawls over time": ("crawl", "evolution", "find-moved", "query"),
     "Index and service": ("add", "serve"),
+    "Set-up": ("precompile",),
 }
 _PANEL_OF = {name: panel for panel, names in HELP_PANELS.items() for name in names}
 

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import xxhash
-from numba import njit
 
 from neardup.errors import SettingsError
 from neardup.kernels.common import CommonShingles, is_common_bit
@@ -38,6 +37,7 @@ from neardup.kernels.hashing import (
     finish,
     mix64,
 )
+from neardup.kernels.jit import njit
 from neardup.kernels.minhash import SIGNATURE_DTYPE, SKETCHES, minhash_into, minhash_params
 from neardup.kernels.oph import oph_into, oph_params
 from neardup.kernels.params import ShingleParams, SketchParams

@@ -27,9 +27,9 @@ pairs.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import U64, as_int64, combine, derive_seed, finish, mix64
+from neardup.kernels.jit import njit
 
 TAG_BRODER = 10
 TAG_BRODER_SUPER = 11

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from numba import njit
 
+from neardup.kernels.jit import njit
 from neardup.kernels.sorting import lexsort_pair, sorted_distinct, sorted_stably, stable_argsort
 
 _LOW32 = np.int64(0xFFFFFFFF)

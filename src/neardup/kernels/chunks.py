@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import TAG_TOKEN, U64, combine, derive_seed, derive_seeds, finish
+from neardup.kernels.jit import njit
 from neardup.kernels.params import ChunkParams
 from neardup.kernels.shingles import token_hashes
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow, pack_texts

@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from neardup.errors import SettingsError
 from neardup.kernels.hashing import TAG_COUNTMIN, U64, derive_seeds, mix64
+from neardup.kernels.jit import njit
 from neardup.kernels.params import SketchParams
 
 DEFAULT_DEPTH = 3

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from neardup.kernels.jit import njit
 
 
 @dataclass

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import xxhash
-from numba import njit
+
+from neardup.kernels.jit import njit
 
 U64 = np.uint64
 # Constants of SplitMix64 / Stafford's "Mix13" finaliser and of MurmurHash3's x64 block step.

@@ -39,9 +39,9 @@ accidents at once, a super-shingle 14.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import TAG_MINHASH, U64, derive_seeds
+from neardup.kernels.jit import njit
 
 SIGNATURE_DTYPE = np.uint32
 # The two K-value sketches a page can have (`Settings.sketch`): "oph", one-permutation hashing

@@ -54,9 +54,9 @@ probability about 2^-32 per bin for two pages, a bias far below the standard err
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import U64, derive_seeds, mix64
+from neardup.kernels.jit import njit
 
 TAG_OPH = 9  # one stream of seeded constants, apart from hashing.py's tags 1..8
 _LO = U64(0xFFFFFFFF)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import (
     GOLDEN,
@@ -35,6 +34,7 @@ from neardup.kernels.hashing import (
     derive_seeds,
     mix64,
 )
+from neardup.kernels.jit import njit
 from neardup.kernels.params import ShingleParams, Shingling
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow, pack_texts
 from neardup.kernels.wordops import ctz64, load_u64, padded

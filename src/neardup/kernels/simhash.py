@@ -15,9 +15,9 @@ checked afterwards. The similarity of a pair is reported as 1 - hamming / 64.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import U64, as_int64, derive_seed, mix64
+from neardup.kernels.jit import njit
 
 TAG_SIMHASH = 12
 

@@ -17,7 +17,8 @@ for 1.6 million distinct int64 values that a sort orders in 9 ms (25 µs against
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from neardup.kernels.jit import njit
 
 # Runs of equal keys up to this long are put in order by insertion; longer ones by a sort.
 _SHORT_RUN = 16

@@ -17,7 +17,6 @@ mixed into the hash so the 15 tables never collide with each other.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import (
     TAG_MEGASHINGLE,
@@ -29,6 +28,7 @@ from neardup.kernels.hashing import (
     finish,
     hash_row_segments,
 )
+from neardup.kernels.jit import njit
 
 
 def supershingles(minhash: np.ndarray, count: int, size: int, seed: int) -> np.ndarray:

@@ -26,7 +26,8 @@ docs-mirrors crawl's 13,420 pages have a comment).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from neardup.kernels.jit import njit
 
 _LT, _GT, _EQ = 60, 62, 61
 _DQUOTE, _SQUOTE = 34, 39

@@ -40,9 +40,9 @@ import itertools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.chartable import CODE, EXPAND, MARK, SEPARATOR, SOLO, char_table
+from neardup.kernels.jit import njit
 
 _INITIAL_GROWTH_NUM, _INITIAL_GROWTH_DEN = 3, 2  # first guess of output/input bytes
 _PADDING = 8  # readable bytes after the last text, for 8-byte loads
@@ -100,7 +100,7 @@ def _emit(out: np.ndarray, o: int, v: int, in_word: bool, solo: bool) -> tuple[i
     return _put_utf8(out, o, cp), True, False
 
 
-@njit(cache=True, nogil=True)  # threads canonicalise side by side (the service)
+@njit(cache=True, nogil=True, work=0)  # threads canonicalise side by side (the service)
 def canonicalize_kernel(
     buf: np.ndarray,
     offsets: np.ndarray,
@@ -209,13 +209,14 @@ def pack_arrow(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     that buffer once (to add the padding), with no Python string per text. Nulls become
     empty texts."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.chunk(0) if texts.num_chunks == 1 else texts.combine_chunks()
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         texts = texts.cast(pa.large_string())
     if texts.null_count:
+        import pyarrow.compute as pc  # only here: its import costs a small scan 0.05 s
+
         texts = pc.fill_null(texts, "")
     _, offset_buf, data_buf = texts.buffers()
     width = np.int64 if pa.types.is_large_string(texts.type) else np.int32

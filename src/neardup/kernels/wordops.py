@@ -12,10 +12,8 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
+
+from neardup.kernels.jit import intrinsic
 
 PADDING = 8
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -24,6 +22,9 @@ _BIG_ENDIAN = sys.byteorder == "big"
 @intrinsic
 def load_u64(typingctx, arr, idx):  # type: ignore[no-untyped-def]
     """Little-endian uint64 from arr[idx : idx + 8] of a uint8 array (no bounds check)."""
+    from llvmlite import ir
+    from numba.core import types
+
     sig = types.uint64(arr, idx)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
@@ -40,6 +41,9 @@ def load_u64(typingctx, arr, idx):  # type: ignore[no-untyped-def]
 @intrinsic
 def ctz64(typingctx, x):  # type: ignore[no-untyped-def]
     """Number of trailing zero bits of a nonzero uint64 (LLVM cttz)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
     sig = types.uint64(types.uint64)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]

@@ -32,6 +32,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from neardup.kernels.jit import start as start_jit
 from neardup.service.api_models import (
     MAX_URL,
     TAGS,
@@ -143,7 +144,11 @@ def create_service_app(
     `hosts` are the Host names allowed besides loopback; `rate` is a per-client limit such
     as "6000/minute" (None: no limit)."""
     opened = index if isinstance(index, ServiceIndex) else ServiceIndex(index)
-    # Load the sketch kernels and the character table now, not in the first request.
+    # A server runs its kernels in threads for as long as it lives: on numba's JIT from
+    # the start, where the kernels marked nogil run side by side (the module compiled ahead
+    # holds the interpreter lock; kernels/jit.py). Then the sketch kernels and the
+    # character table are loaded now, not in the first request.
+    start_jit()
     prepare_batch([PageUpdate("warm-up:", text="warm up")], opened.settings, opened.options.dims)
     ix = Served(opened)  # two copies when it writes: reads never wait for a batch
     app = FastAPIOffline(

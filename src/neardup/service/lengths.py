@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels.hashing import U64, derive_seed, mix64
+from neardup.kernels.jit import njit
 from neardup.kernels.shingles import scratch_capacity, shingle_params, token_hashes
 from neardup.kernels.sorting import sorted_distinct
 from neardup.kernels.tokens import canonicalize_packed, pack_texts

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from neardup.kernels import SIGNATURE_DTYPE, band_keys
+from neardup.kernels.jit import njit
 from neardup.kernels.lsh import BandTable
 from neardup.service.lengths import LengthMap
 

@@ -30,6 +30,7 @@ from multiprocessing import context, popen_forkserver, spawn
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
+from neardup.kernels import jit
 from neardup.startup import in_worker
 
 T = TypeVar("T")
@@ -128,9 +129,11 @@ def _widened(conn: Any) -> None:
 
 def _start_worker(preload: Sequence[str]) -> None:
     """A worker's initializer: `die_with_parent`, its command's start-up rule
-    (`startup.in_worker`), then the `preload` modules."""
+    (`startup.in_worker`), its kernels on one thread (`jit.one_thread`: compiled ahead,
+    with no JIT to start), then the `preload` modules."""
     die_with_parent()
     in_worker()
+    jit.one_thread()
     for name in preload:
         importlib.import_module(name)
 

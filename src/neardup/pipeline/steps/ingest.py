@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup.config import Settings
@@ -126,7 +126,8 @@ def _add_to_column(batch: pa.RecordBatch, delta: int) -> pa.RecordBatch:
     """`batch` with `delta` added to its first column (the document id)."""
     if not batch.num_rows:
         return batch
-    column = pc.add(batch.column(0), pa.scalar(delta, pa.int64()))
+    # numpy's add, not pyarrow.compute's: importing that module costs a small scan 0.05 s
+    column = pa.array(batch.column(0).to_numpy() + np.int64(delta), pa.int64())
     return batch.set_column(0, batch.schema.field(0), column)
 
 

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass
 import duckdb
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from neardup.kernels.hashing import U64, mix64
+from neardup.kernels.jit import njit
 
 _ICEBERG_SEED = U64(0x5851F42D4C957F2D)
 

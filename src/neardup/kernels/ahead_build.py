@@ -1,0 +1,99 @@
+"""Build the kernels compiled ahead of time (`kernels/ahead.py`); `neardup precompile`
+(run by `scripts/setup.sh`) gives it the commands to learn the types from.
+
+Which kernels, at which argument types: those that a probe (small commands: a scan, its
+reports, an add) calls, run on the JIT in this process, read from every kernel's compiled
+signatures. A call with types not among them starts the JIT, so a missing signature costs
+time, never a result. Each signature is exported under a name of its own with numba's
+`pycc`, compiled for this processor as the JIT compiles (a module found on another is not
+used: `ahead.stamp`). The module and its manifest are written under temporary names and
+renamed, the manifest last, so a process never loads half a build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from neardup.kernels import ahead, jit
+
+
+def type_key(ty: Any) -> str | None:
+    """A numba type spelled as `ahead.value_key` spells a value of it, or None for a type
+    an export cannot take or give."""
+    from numba.core import types
+
+    if isinstance(ty, types.Array):
+        mark = ("" if ty.mutable else "r") + ("" if ty.aligned else "u")
+        return f"{ty.dtype}[{ty.ndim}{ty.layout}{mark}]"
+    if isinstance(ty, types.Boolean):
+        return "bool"
+    if isinstance(ty, (types.Integer, types.Float)):
+        return str(ty)
+    if isinstance(ty, types.NoneType):
+        return "none"
+    if isinstance(ty, types.BaseTuple):
+        inner = [type_key(t) for t in ty.types]
+        if any(k is None for k in inner):
+            return None
+        return "(" + ",".join(k for k in inner if k is not None) + ")"
+    return None
+
+
+def build(
+    folder: Path, work: Path, probe: Callable[[Path], None], say: Callable[[str], None]
+) -> int:
+    """Run `probe` (given a scratch folder) on the JIT, then compile every kernel at the
+    types it was called with into `folder`; returns how many exports were written."""
+    from numba.pycc import CC
+
+    jit.start()
+    started = time.perf_counter()
+    probe(work)
+    say(f"probed the kernels' types in {time.perf_counter() - started:.1f} s")
+    cc = CC(ahead.MODULE)
+    cc.output_dir = str(work / "out")
+    cc.target_cpu = "host"  # as the JIT compiles; the stamp names the processor
+    exports: list[dict[str, str]] = []
+    defined_in: set[str] = set()
+    root = ahead.package_root()
+    for kernel in jit.kernels():
+        for compiled in kernel.dispatcher.overloads.values():
+            sig = compiled.signature
+            keys = [type_key(t) for t in sig.args]
+            if type_key(sig.return_type) is None or any(k is None for k in keys):
+                continue
+            name = f"k{len(exports)}"
+            cc.export(name, sig)(kernel.py_func)
+            exports.append({"kernel": kernel.name, "key": ",".join(keys), "export": name})  # type: ignore[arg-type]
+            source = Path(kernel.py_func.__code__.co_filename).resolve()
+            defined_in.add(source.relative_to(root.resolve()).as_posix())
+    started = time.perf_counter()
+    cc.compile()
+    say(f"compiled {len(exports)} exports in {time.perf_counter() - started:.1f} s")
+    built = next((work / "out").glob(f"{ahead.MODULE}*{_suffix()}"))
+    sources = ahead.kernel_sources(defined_in)
+    manifest = {
+        "file": built.name,
+        "stamp": ahead.stamp(sources),
+        "sources": sources,
+        "exports": exports,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ahead.MANIFEST).unlink(missing_ok=True)  # no manifest names a half-written file
+    shutil.copyfile(built, folder / f".{built.name}.tmp")
+    os.replace(folder / f".{built.name}.tmp", folder / built.name)
+    (folder / f".{ahead.MANIFEST}.tmp").write_text(json.dumps(manifest, indent=1) + "\n")
+    os.replace(folder / f".{ahead.MANIFEST}.tmp", folder / ahead.MANIFEST)
+    return len(exports)
+
+
+def _suffix() -> str:
+    import importlib.machinery
+
+    return importlib.machinery.EXTENSION_SUFFIXES[0]
