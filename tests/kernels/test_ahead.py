@@ -304,3 +304,22 @@ jit.start()
 kernel = pickle.loads(sys.stdin.buffer.read())
 print(kernel is graph._csr, jit.started())
 """
+
+
+_PROBED = """
+import json
+from neardup.kernels import jit
+from neardup.kernels.graph import _centres
+asked = [hasattr(_centres, name) for name in ("_pytestfixturefunction", "pytestmark", "x")]
+before = jit.started()
+signatures = _centres.signatures
+print(json.dumps([asked, before, jit.started(), isinstance(signatures, list)]))
+"""
+
+
+def test_only_a_dispatchers_own_attributes_start_the_jit():
+    """A library probing a kernel for attributes (pytest, inspect) starts nothing; asking
+    for what a numba dispatcher has (`signatures`) starts the JIT and answers."""
+    done = _python(_PROBED)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [[False, False, False], False, True, True]

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ MANIFEST = "_ahead.json"
 HERE = Path(__file__).parent
 
 _table: dict[tuple[str, str], Callable[..., Any]] | None = None
+_loading = threading.Lock()
 
 
 def folders() -> list[Path]:
@@ -125,7 +127,9 @@ def loaded() -> dict[tuple[str, str], Callable[..., Any]]:
     none is current."""
     global _table
     if _table is None:
-        _table = _load()
+        with _loading:
+            if _table is None:
+                _table = _load()
     return _table
 
 

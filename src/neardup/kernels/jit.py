@@ -34,6 +34,11 @@ from neardup.kernels import ahead
 AHEAD_MAX_BYTES = 1 << 20
 MODE_ENV = "NEARDUP_KERNELS"
 
+# what a caller may ask of a kernel as of a numba dispatcher (reading one starts the JIT)
+_DISPATCHER_ATTRS = frozenset(
+    {"signatures", "overloads", "nopython_signatures", "targetoptions", "stats", "compile"}
+    | {"inspect_types", "inspect_llvm", "inspect_asm", "get_compile_result", "recompile"}
+)
 _kernels: list[Kernel] = []
 _intrinsics: list[Intrinsic] = []
 _lock = threading.Lock()
@@ -43,8 +48,9 @@ _max_bytes: int | None = AHEAD_MAX_BYTES
 
 class Kernel:
     """A function compiled by numba on the first call that needs the JIT, and run compiled
-    ahead of time before that. Attributes other than its own are the dispatcher's (reading
-    one starts the JIT): `signatures`, `overloads`, `py_func` as on a numba kernel."""
+    ahead of time before that. `py_func` is the function; a dispatcher's attributes
+    (`signatures`, `overloads`, `inspect_types`, ...) are its dispatcher's, and reading one
+    starts the JIT."""
 
     def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
         self.py_func = fn
@@ -59,17 +65,18 @@ class Kernel:
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not _started:
-            limit = _max_bytes if self.side_by_side else None
-            compiled = ahead.lookup(self.name, args, self.work, limit)
-            if compiled is not None:
-                return compiled(*args)
+            if not kwargs:  # the exports take their arguments by position
+                limit = _max_bytes if self.side_by_side else None
+                compiled = ahead.lookup(self.name, args, self.work, limit)
+                if compiled is not None:
+                    return compiled(*args)
             start()
-        return self.dispatcher(*args)
+        return self.dispatcher(*args, **kwargs)
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
+        if attr not in _DISPATCHER_ATTRS:  # no JIT started by a library's probing getattr
             raise AttributeError(attr)
         start()
         return getattr(self.dispatcher, attr)
