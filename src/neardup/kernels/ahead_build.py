@@ -6,8 +6,9 @@ reports, an add) calls, run on the JIT in this process, read from every kernel's
 signatures. A call with types not among them starts the JIT, so a missing signature costs
 time, never a result. Each signature is exported under a name of its own with numba's
 `pycc`, compiled for this processor as the JIT compiles (a module found on another is not
-used: `ahead.stamp`). The module and its manifest are written under temporary names and
-renamed, the manifest last, so a process never loads half a build.
+used: `ahead.stamp`). The module is written under a name of its own build, then its
+manifest is put in place by a rename, so a process never loads half a build or another
+build's exports under the names its manifest gave.
 """
 
 from __future__ import annotations
@@ -78,18 +79,25 @@ def build(
     say(f"compiled {len(exports)} exports in {time.perf_counter() - started:.1f} s")
     built = next((work / "out").glob(f"{ahead.MODULE}*{_suffix()}"))
     sources = ahead.kernel_sources(defined_in)
+    # A file of this build's own: a process that read the manifest before it was replaced
+    # loads the file that manifest names, or none (then the JIT), never another build's
+    # exports under its names.
+    name = f"{ahead.MODULE}-{time.time_ns():x}-{os.getpid()}{_suffix()}"
     manifest = {
-        "file": built.name,
+        "file": name,
         "stamp": ahead.stamp(sources),
         "sources": sources,
         "exports": exports,
     }
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / ahead.MANIFEST).unlink(missing_ok=True)  # no manifest names a half-written file
-    shutil.copyfile(built, folder / f".{built.name}.tmp")
-    os.replace(folder / f".{built.name}.tmp", folder / built.name)
-    (folder / f".{ahead.MANIFEST}.tmp").write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(folder / f".{ahead.MANIFEST}.tmp", folder / ahead.MANIFEST)
+    shutil.copyfile(built, folder / f".{name}.tmp")
+    os.replace(folder / f".{name}.tmp", folder / name)
+    pending = folder / f".{ahead.MANIFEST}.{os.getpid()}.tmp"
+    pending.write_text(json.dumps(manifest, indent=1) + "\n")
+    os.replace(pending, folder / ahead.MANIFEST)
+    for old in folder.glob(f"{ahead.MODULE}*{_suffix()}"):  # earlier builds' files
+        if old.name != name:
+            old.unlink(missing_ok=True)
     return len(exports)
 
 
