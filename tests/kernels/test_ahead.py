@@ -323,3 +323,12 @@ def test_only_a_dispatchers_own_attributes_start_the_jit():
     done = _python(_PROBED)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == [[False, False, False], False, True, True]
+
+
+def test_the_module_is_looked_for_in_neardups_one_cache_folder(monkeypatch, tmp_path):
+    """Beside the kernels, then in the `kernels` folder of the cache the tokenizer's table
+    and the UI's indexes use (`$NEARDUP_CACHE_DIR` where set)."""
+    from neardup import cache_folder
+
+    monkeypatch.setenv(cache_folder.CACHE_ENV, str(tmp_path / "c"))
+    assert ahead.folders() == [ahead.HERE, tmp_path / "c" / "kernels"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neardup import cache_folder
 from neardup.kernels import chartable as ct
 from neardup.pipeline import char_table_cache as cache
 
@@ -68,12 +69,12 @@ def test_a_process_holding_a_table_reads_nothing(tmp_path: Path, fresh: ct.Table
 
 
 def test_cache_folder_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "c"))
-    assert cache.cache_dir() == tmp_path / "c"
-    monkeypatch.delenv(cache.CACHE_ENV)
+    monkeypatch.setenv(cache_folder.CACHE_ENV, str(tmp_path / "c"))
+    assert cache_folder.cache_dir() == tmp_path / "c"
+    monkeypatch.delenv(cache_folder.CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     if os.name == "posix" and os.uname().sysname == "Linux":
-        assert cache.cache_dir() == tmp_path / "xdg" / "neardup"
+        assert cache_folder.cache_dir() == tmp_path / "xdg" / "neardup"
 
 
 @pytest.mark.parametrize(

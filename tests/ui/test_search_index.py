@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from neardup.pipeline import char_table_cache
+from neardup import cache_folder
 from neardup.store import RunError, open_run
 from neardup.ui import search_index
 from neardup.ui.search_index import INDEX_NAME, Query, ensure_index
@@ -84,7 +84,7 @@ def reference(run: Path, q: str) -> list[int]:
 def run(demo_run, tmp_path, monkeypatch) -> Path:
     """A private copy of the demo run without a search index (an earlier test may have
     built one in the shared run), with neardup's cache folder in the test's folder."""
-    monkeypatch.setenv(char_table_cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(cache_folder.CACHE_ENV, str(tmp_path / "cache"))
     copy = tmp_path / "run"
     shutil.copytree(
         demo_run.path, copy, ignore=shutil.ignore_patterns(INDEX_NAME, f".{INDEX_NAME}.*")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import sys
 import tempfile
 import time
@@ -52,7 +51,8 @@ def precompile_command(
         Path | None,
         typer.Argument(
             help="where to write the module (default: beside the kernels where the package "
-            "can be written, else ~/.cache/neardup/kernels)"
+            "can be written, else the kernels folder of neardup's cache, ~/.cache/neardup "
+            "or $NEARDUP_CACHE_DIR)"
         ),
     ] = None,
     if_stale: Annotated[
@@ -80,8 +80,7 @@ def precompile_command(
         _report(json_out, {"folder": str(where), "exports": len(ahead.loaded()), "built": False})
         return
     if folder is None:
-        here, cache = ahead.folders()
-        folder = here if os.access(here, os.W_OK) else cache
+        folder = ahead.build_folder()
     say = (lambda line: None) if json_out else (lambda line: console.print(line, highlight=False))
     try:
         with tempfile.TemporaryDirectory(prefix="neardup-kernels-") as work:

@@ -3,8 +3,8 @@ types of a call's arguments. No numba here: a process that runs only these never
 
 `neardup precompile` (run by `scripts/setup.sh`; `ahead_build.py`) compiles, with numba's
 `pycc`, every kernel at the argument types that small scans and adds call it with, into an
-extension module beside this file (or, where the package cannot be written, in the user's
-cache), with a manifest: which export is which kernel at which types, and a stamp of what it
+extension module beside this file (or, where the package cannot be written, in neardup's
+cache folder), with a manifest: which export is which kernel at which types, and a stamp of what it
 was compiled from (Python and numpy versions, the processor, the kernels' source files). A module
 whose stamp differs from the source now is not used: after an edit of a kernel, or an
 upgrade, the kernels run on the JIT until the module is built again.
@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from neardup.cache_folder import cache_dir
+
 MODULE = "_ahead"
 MANIFEST = "_ahead.json"
 HERE = Path(__file__).parent
@@ -37,10 +39,16 @@ _loading = threading.Lock()
 
 
 def folders() -> list[Path]:
-    """Where the module is looked for, first found first: beside this file, then the user's
-    cache (`$XDG_CACHE_HOME/neardup/kernels`, or `~/.cache/...`)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return [HERE, Path(cache) / "neardup" / "kernels"]
+    """Where the module is looked for, first found first: beside this file, then the
+    `kernels` folder of neardup's cache (`cache_folder.cache_dir`), where there is one."""
+    cache = cache_dir()
+    return [HERE] if cache is None else [HERE, cache / "kernels"]
+
+
+def build_folder() -> Path:
+    """Where a build goes: beside this file where the package can be written, else the
+    cache's folder (the last of `folders`)."""
+    return HERE if os.access(HERE, os.W_OK) else folders()[-1]
 
 
 def package_root() -> Path:

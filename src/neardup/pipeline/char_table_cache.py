@@ -28,30 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from neardup import __version__
+from neardup.cache_folder import cache_dir
 from neardup.kernels import chartable
 from neardup.kernels.chartable import Table
 
 FORMAT = 1  # of the file below; bump on any change of its layout
-CACHE_ENV = "NEARDUP_CACHE_DIR"  # overrides the folder, e.g. for a read-only home
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
-
-
-def cache_dir() -> Path | None:
-    """The folder neardup keeps caches in: `$NEARDUP_CACHE_DIR`, else the platform's user
-    cache folder (XDG on Linux). None when there is no home to put it in."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    try:
-        home = Path.home()
-    except (RuntimeError, KeyError):  # no HOME and no passwd entry
-        return None
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-        return base / "neardup" / "Cache"
-    if sys.platform == "darwin":
-        return home / "Library" / "Caches" / "neardup"
-    return Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "neardup"
 
 
 def table_key() -> str | None:

@@ -47,7 +47,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from neardup.pipeline.char_table_cache import cache_dir
+from neardup.cache_folder import cache_dir
 from neardup.pipeline.progress import Progress, SilentProgress
 from neardup.store import RunError
 
