@@ -54,8 +54,8 @@ class Kernel:
 
     def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
         self.py_func = fn
-        self.work: int | None = options.pop("work", None)
-        self.options = options
+        self.work: int | None = options.get("work")
+        self.options = {k: v for k, v in options.items() if k != "work"}  # numba's own
         self.side_by_side = bool(options.get("nogil"))  # threads may run it in parallel
         self.name = f"{fn.__module__}.{fn.__qualname__}"
         self.dispatcher: Any = None

@@ -27,23 +27,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from neardup.service.layout import CHANGES_PREFIX
+from neardup.service.scangraph import EDGE_ARRAYS, SLOT_COLUMNS
 
 if TYPE_CHECKING:
     from neardup.service.scangraph import ScanGraph
 
-SLOT_COLUMNS = ("member", "mfp", "node")  # the graph's per-slot columns, saved by slot
 CHANGE_ARRAYS = (
     "slots",
     *SLOT_COLUMNS,
     "cls_fp",
     "cls_ptr",
     "cls_slots",
-    "pair_keys",
-    "pair_counts",
-    "adj_u",
-    "adj_ptr",
-    "adj_v",
-    "adj_s",
+    *EDGE_ARRAYS,
     "delta_keys",
     "delta_slots",
     "stash_slots",

@@ -50,7 +50,6 @@ from neardup.service.band_save import TableWriter, fill_tables
 from neardup.service.batch import compute_batch
 from neardup.service.graph_changes import (
     CHANGE_ARRAYS,
-    SLOT_COLUMNS,
     changes_name,
     graph_changes,
     slot_changes_into,
@@ -85,7 +84,7 @@ from neardup.service.pages import PAGE_ARRAYS, PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
 from neardup.service.saved_search import Found, PairsToScore
-from neardup.service.scangraph import GRAPH_ARRAYS, ScanGraph, saved_node_keys
+from neardup.service.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph, saved_node_keys
 from neardup.service.storage import (
     MAX_REDIRECTS,
     SERVICE_KIND,

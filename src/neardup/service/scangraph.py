@@ -748,18 +748,14 @@ def saved_node_keys(
     return dict(zip(nodes.tolist(), keys, strict=True))
 
 
+SLOT_COLUMNS = ("member", "mfp", "node")  # the graph's per-slot columns, saved by slot
+# the candidate counts and the edges, saved whole and in a save's changes alike
+EDGE_ARRAYS = ("pair_keys", "pair_counts", "adj_u", "adj_ptr", "adj_v", "adj_s")
 GRAPH_ARRAYS = (  # the files of a saved graph (`ScanGraph.arrays`)
-    "member",
-    "mfp",
-    "node",
+    *SLOT_COLUMNS,
     "cls_fp",
     "cls_slot",
-    "pair_keys",
-    "pair_counts",
-    "adj_u",
-    "adj_ptr",
-    "adj_v",
-    "adj_s",
+    *EDGE_ARRAYS,
     "band_keys",
     "band_slots",
 )
