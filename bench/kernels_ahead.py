@@ -63,7 +63,12 @@ def _variants(before: str | None) -> dict[str, dict[str, str]]:
 
 
 def one_record(runs: int, before: str | None) -> dict[str, list[float]]:
-    variants = _variants(before)
+    return scan_one_record(runs, _variants(before))
+
+
+def scan_one_record(runs: int, variants: dict[str, dict[str, str]]) -> dict[str, list[float]]:
+    """The CPU-seconds of `runs` scans of a one-record file under each environment of
+    `variants`, alternating, after one untimed round."""
     seen: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="neardup-one-") as work:
         one = Path(work) / "one.jsonl"

@@ -13,7 +13,10 @@ signature matrices byte for byte: a speed-up counts only if the results are iden
         --before /tmp/before/src --runs 3
 
 With `--floor`, the inputs' WARC records are also read and their HTML turned into text in
-one process (FastWARC + resiliparse: `scan_speed.html_to_text_floor`), the issue's floor.
+one process (FastWARC + resiliparse: `scan_speed.html_to_text_floor`), the issue's floor,
+once a round; and the same work side by side in `--workers` processes, the files dealt
+out by size (`side_by_side_floor`): what the floor's own work costs in core-seconds when as
+many processes share the machine as the scan runs workers (caches, memory bandwidth).
 Prints a markdown table; writes bench/out/scan_against/NAME.json.
 """
 
@@ -41,6 +44,43 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "scan_against"
 TABLES = ("pages", "pairs", "containment", "clusters", "links", "page_text", "sketches")
 MATRICES = ("signatures.npy", "signature_docs.npy", "supershingles.npy")
+
+
+_FLOOR_OF = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from scan_speed import html_to_text_floor
+print(json.dumps(html_to_text_floor([Path(p) for p in sys.argv[2:]])))
+"""
+
+
+def side_by_side_floor(paths: list[Path], processes: int) -> dict:
+    """The floor's work in `processes` processes at once, each over its share of the files
+    (the largest first, each to the least loaded); the slowest one's wall time, the sum of
+    their CPU-seconds."""
+    shares: list[list[Path]] = [[] for _ in range(processes)]
+    sizes = [0] * processes
+    for path in sorted(paths, key=lambda p: -p.stat().st_size):
+        least = sizes.index(min(sizes))
+        shares[least].append(path)
+        sizes[least] += path.stat().st_size
+    here = str(Path(__file__).resolve().parent)
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _FLOOR_OF, here, *map(str, share)], stdout=subprocess.PIPE
+        )
+        for share in shares
+        if share
+    ]
+    done = [json.loads(p.communicate()[0]) for p in procs]
+    return {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": sum(d["cpu_seconds"] for d in done),
+        "pages": sum(d["pages"] for d in done),
+        "processes": len(procs),
+    }
 
 
 def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> dict:
@@ -157,18 +197,29 @@ def main() -> None:
     runs: dict[str, list[dict]] = {code: [] for code in codes}
     result: dict = {"inputs": args.inputs, "workers": args.workers}
     result["load_before"] = os.getloadavg()[0]
-    if args.floor:
-        paths: list[Path] = []
-        for item in map(Path, args.inputs):
-            paths += sorted(item.glob("*.warc.gz")) if item.is_dir() else [item]
-        floor = html_to_text_floor(paths)
-        result["floor"] = {k: round(v, 2) for k, v in floor.items()}
+    paths: list[Path] = []
+    for item in map(Path, args.inputs):
+        paths += sorted(item.glob("*.warc.gz")) if item.is_dir() else [item]
+    floors: list[dict] = []
     for _ in range(args.runs):
+        if args.floor:
+            alone = html_to_text_floor(paths)
+            floors.append({"alone": alone, "side_by_side": side_by_side_floor(paths, args.workers)})
         for code, src in codes.items():
             runs[code].append(one_scan(args.inputs, OUT / f"{name}-{code}", args.workers, src))
             if args.no_compare:
                 shutil.rmtree(OUT / f"{name}-{code}", ignore_errors=True)
     result["runs"] = runs
+    if floors:
+        result["floors"] = floors
+        result["floor"] = {
+            key: statistics.median(f["alone"][key] for f in floors)
+            for key in ("seconds", "cpu_seconds", "pages")
+        }
+        result["floor_side_by_side"] = {
+            key: statistics.median(f["side_by_side"][key] for f in floors)
+            for key in ("seconds", "cpu_seconds")
+        }
     if args.before and not args.no_compare:
         result["differences"] = differences(OUT / f"{name}-now", OUT / f"{name}-before")
     for code in codes:
@@ -176,8 +227,12 @@ def main() -> None:
     (OUT / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"{name}: load {result['load_before']:.2f} before")
     if args.floor:
-        f = result["floor"]
-        print(f"floor: {f['seconds']} s, {f['cpu_seconds']} CPU-s ({f['pages']} HTML pages)")
+        f, g = result["floor"], result["floor_side_by_side"]
+        print(
+            f"floor (medians): {f['seconds']:.2f} s, {f['cpu_seconds']:.2f} CPU-s "
+            f"({f['pages']:.0f} HTML pages); side by side in {args.workers} processes: "
+            f"{g['seconds']:.2f} s, {g['cpu_seconds']:.2f} CPU-s"
+        )
     print(
         "| code | wall s (median, range) | CPU-s (median) | peak MB (anon) | stages (median run) |"
     )
@@ -192,6 +247,16 @@ def main() -> None:
             f"| {cpu:.1f} | {max(r['peak_mb'] for r in rs)} "
             f"({max(r['peak_anon_mb'] for r in rs)}) | {stages} |"
         )
+    if args.floor:
+        f, g = result["floor"], result["floor_side_by_side"]
+        for code, rs in runs.items():
+            wall = statistics.median(r["wall_s"] for r in rs)
+            cpu = statistics.median(r["cpu_s"] for r in rs)
+            print(
+                f"{code}: {wall / f['seconds']:.2f}x the floor's wall time, "
+                f"{cpu / f['cpu_seconds']:.2f}x its CPU-s, "
+                f"{cpu / g['cpu_seconds']:.2f}x the CPU-s of the floor side by side"
+            )
     if "differences" in result:
         print("differences (rows, both ways):", json.dumps(result["differences"]))
 

@@ -1,5 +1,5 @@
 """What a command's processes load as they start: not the modules that neardup's libraries
-import only to see whether they are installed.
+import only to see whether they are installed, and one BLAS thread (`one_blas_thread`).
 
 pyarrow imports pandas (where installed; the `spark` extra installs it) the first time it
 reads a file or makes an array, and numba imports scipy to look for a BLAS that none of
@@ -43,6 +43,24 @@ def without_probed_modules() -> None:
     if not any(isinstance(f, _Absent) for f in sys.meta_path):
         sys.meta_path.insert(0, _Absent())
     os.environ[WITHOUT_PROBED_ENV] = "1"
+
+
+# numpy's OpenBLAS reads this as numpy loads (the wheels' scipy-openblas among them).
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+
+
+def one_blas_thread() -> None:
+    """Ask numpy's OpenBLAS for one thread, before numpy loads.
+
+    OpenBLAS starts a thread for each core as numpy is imported, and they spin while they
+    wait for work: half of `import numpy`'s CPU on a two-core machine (0.26 against 0.13
+    CPU-s, user + system), in a command's process and again in each of its workers (which
+    inherit the environment). No neardup command calls BLAS (no matrix products; the kernels
+    are numba's), so the console entry point sets it for every command. A user's own
+    setting stays; where numpy is already loaded the setting would come too late and is not
+    made."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 def in_worker() -> None:

@@ -8,6 +8,7 @@ Python for each command."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -85,3 +86,65 @@ def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tm
     numba_probes = ("scipy.linalg", "scipy.linalg.cython_blas")  # tried, refused
     loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in numba_probes]
     assert loaded == [], sorted(set(loaded))[:20]
+
+
+_THREADS_AFTER_NUMPY = """
+import os, sys
+from neardup import startup
+if sys.argv[1] == "one":
+    startup.one_blas_thread()
+import numpy
+print(len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_one_blas_thread_keeps_numpy_from_starting_a_thread_per_core():
+    """`startup.one_blas_thread` before numpy loads leaves the process one thread; without
+    it OpenBLAS starts one for each core (where there are several), whose spinning cost
+    every process of a command about 0.1 CPU-s."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(mode: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", _THREADS_AFTER_NUMPY, mode],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=True,
+        )
+        return int(done.stdout)
+
+    assert threads("one") == 1
+    if len(os.sched_getaffinity(0)) > 1:
+        assert threads("default") > 1
+
+
+_ENTRY_WITH_REPORT = """
+import atexit, os, sys
+atexit.register(lambda: print(os.environ.get("OPENBLAS_NUM_THREADS"), file=sys.stderr))
+from neardup.cli.main import main
+assert "numpy" not in sys.modules  # loaded by the command, after the entry point's start
+sys.argv = ["neardup", *sys.argv[1:]]
+main()
+"""
+
+
+def test_the_console_entry_point_asks_for_one_blas_thread_before_numpy_loads(pages, tmp_path):
+    """Every command's process (and so its workers, which inherit the environment) runs
+    with one BLAS thread, set before the command imports numpy; a user's own value stays."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    for users, expected in ((None, "1"), ("2", "2")):
+        if users is not None:
+            env["OPENBLAS_NUM_THREADS"] = users
+        out = tmp_path / f"run-{expected}"
+        done = subprocess.run(
+            [sys.executable, "-c", _ENTRY_WITH_REPORT, "scan", str(pages), "--out", str(out), "-q"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stderr.strip().splitlines()[-1] == expected

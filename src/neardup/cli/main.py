@@ -34,7 +34,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from neardup import __version__
 from neardup.cli.output import console
-from neardup.startup import without_probed_modules
+from neardup.startup import one_blas_thread, without_probed_modules
 
 GROUPS = ("scan", "demo", "linkgraph", "report", "crawls", "service", "kernels")  # `--help`'s order
 
@@ -229,6 +229,7 @@ def _on_spark(args: list[str]) -> bool:
 def main() -> None:
     """The console entry point: the app, with Ctrl-C turned into one line and status 130."""
     signal.signal(signal.SIGINT, _on_sigint)
+    one_blas_thread()  # numpy's threads spin at its import; no command calls BLAS
     adding = sys.argv[1:2] == ["add"]
     if adding:
         # Arrow's tables on the C library's allocator, not its bundled mimalloc: for `add`

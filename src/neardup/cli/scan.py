@@ -56,8 +56,9 @@ from neardup.cli.scan_options import (
 from neardup.cli.summary import print_summary, unusable_inputs, why_nothing
 from neardup.cli.url_options import CrawlerFiles, ExcludeUrl, IncludeUrl, url_patterns
 from neardup.config import Settings, SettingsError
+from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.pipeline.dedup import DedupResult, scan_and_deduplicate, write_deduplicated
-from neardup.pipeline.scan import EmptyScanError, damage_warnings, scan
+from neardup.pipeline.scan import EmptyScanError, input_problems, scan
 from neardup.store import RunError, load_settings, load_summary, open_run
 
 
@@ -85,11 +86,11 @@ def _note_outputs_passed_over(inputs: list[str]) -> None:
         note(f"not read: {folder} (a neardup {kind}, neardup's own output)")
 
 
-def _warn_damaged(run: Path) -> None:
+def _warn_damaged(lines: list[str]) -> None:
     """At the end of a scan, on stderr: each input that is damaged or cut short, with where
-    and why (`truncated (51278 of 57616 bytes)`), which the summary only counts as
-    `unreadable record`. A warning: the exit status stays that of the scan."""
-    for line in damage_warnings(run):
+    and why (`truncated (51278 of 57616 bytes)`; `damage_warnings`), which the summary only
+    counts as `unreadable record`. A warning: the exit status stays that of the scan."""
+    for line in lines:
         console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
@@ -304,17 +305,20 @@ def scan_command(
             spark_work,
         )
     run_dir = out if crawl is None else out / "crawls" / crawl  # where `pages` is
+    # inputs that gave no page: beside others, WAT files do not count (they hold links)
+    problems = input_problems(run_dir, exclude=WAT_REASON if summary["sketched"] else None)
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))
     elif summary["sketched"]:
         print_summary(summary, out)
-        unusable = unusable_inputs(run_dir)  # a bad file among good ones, by name
+        unusable = unusable_inputs(problems.pageless)  # a bad file among good ones, by name
         if unusable:
             note(unusable)
-    _warn_damaged(run_dir)
+    _warn_damaged(problems.damaged)
     _note_outputs_passed_over(inputs)
     if summary["sketched"] == 0:
-        fail(f"no usable page could be read from the input: {why_nothing(run_dir)}", code=1)
+        why = why_nothing(problems.pageless)
+        fail(f"no usable page could be read from the input: {why}", code=1)
 
 
 def summary_command(

@@ -9,8 +9,6 @@ from typing import Any
 from rich.table import Table
 
 from neardup.cli.output import out_console, to_terminal
-from neardup.ingest.commoncrawl import WAT_REASON
-from neardup.pipeline.scan import pageless_inputs
 from neardup.pipeline.stages import STAGES
 
 # The order of `stage_seconds` for people: the Spark engine's session start, the shared
@@ -94,20 +92,20 @@ def _print_summary_table(summary: dict[str, Any], path: Path) -> None:
     out_console.print(table)
 
 
-def why_nothing(run: Path) -> str:
-    """Each input's commonest real skip reason, naming the file: what a user needs to see
-    when a scan found nothing to compare (the rows themselves are in the run's `pages`)."""
-    rows = pageless_inputs(run)
+def why_nothing(rows: list[tuple[str, str]] | None) -> str:
+    """Each input's commonest real skip reason, naming the file (`pageless_inputs`' rows of
+    the run): what a user needs to see when a scan found nothing to compare (the rows
+    themselves are in the run's `pages`)."""
     if rows is None:
         return "see the run's pages table"
     return "; ".join(f"{src}: {why}" for src, why in rows) or "no records"
 
 
-def unusable_inputs(run: Path, shown: int = 5) -> str | None:
+def unusable_inputs(rows: list[tuple[str, str]] | None, shown: int = 5) -> str | None:
     """One line naming the inputs that gave no page, each with its commonest real reason,
-    when others did: a damaged or empty file among good ones, which the summary's counts by
-    reason do not name. WAT files, which hold links and never pages, are not among them."""
-    rows = pageless_inputs(run, exclude=WAT_REASON)
+    when others did (`pageless_inputs`' rows of the run, WAT files left out: they hold links
+    and never pages): a damaged or empty file among good ones, which the summary's counts by
+    reason do not name."""
     if not rows:
         return None
     named = "; ".join(f"{src}: {why}" for src, why in rows[:shown])

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from neardup.pipeline.progress import Progress, SilentProgress, Unit
 from neardup.pipeline.stages import run_stages
 from neardup.store import RunError, anchor_views, build_store, open_run
 from neardup.store.outputs import check_folder, marker_kind, replacing_folder
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 @dataclass
@@ -195,6 +198,29 @@ ORDER BY source
 """
 
 
+@dataclass
+class InputProblems:
+    """What a finished run says about its inputs, read in one connection (`input_problems`):
+    `damage_warnings`' lines and `pageless_inputs`' rows (None when the run cannot be
+    opened)."""
+
+    damaged: list[str]
+    pageless: list[tuple[str, str]] | None
+
+
+def input_problems(run: str | Path, exclude: str | None = None) -> InputProblems:
+    """`damage_warnings` and `pageless_inputs(run, exclude)` together, as a scan's end
+    reports them: the run opened once, not once for each (0.04 s each here)."""
+    try:
+        con = open_run(run)
+    except RunError:
+        return InputProblems([], None)
+    try:
+        return InputProblems(_damage_lines(con), _pageless_rows(con, exclude))
+    finally:
+        con.close()
+
+
 def pageless_inputs(run: str | Path, exclude: str | None = None) -> list[tuple[str, str]] | None:
     """(source, why it gave no page) for every input of the run none of whose records
     became a page, leaving out inputs with a record skipped for `exclude` (WAT files, which
@@ -208,9 +234,13 @@ def pageless_inputs(run: str | Path, exclude: str | None = None) -> list[tuple[s
     except RunError:
         return None
     try:
-        rows = con.execute(_PAGELESS_SQL, [exclude]).fetchall()
+        return _pageless_rows(con, exclude)
     finally:
         con.close()
+
+
+def _pageless_rows(con: duckdb.DuckDBPyConnection, exclude: str | None) -> list[tuple[str, str]]:
+    rows = con.execute(_PAGELESS_SQL, [exclude]).fetchall()
     return [
         (src, _skip_phrase(kind, n, details, types, reason))
         for src, kind, n, details, types, reason in rows
@@ -237,9 +267,13 @@ def damage_warnings(run: str | Path) -> list[str]:
     except RunError:
         return []
     try:
-        rows = con.execute(_DAMAGED_SQL).fetchall()
+        return _damage_lines(con)
     finally:
         con.close()
+
+
+def _damage_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(_DAMAGED_SQL).fetchall()
     lines = []
     for source, n, offset, reason, record_type in rows:
         kind, _, detail = reason.partition(": ")

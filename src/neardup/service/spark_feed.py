@@ -247,9 +247,10 @@ def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:
     """The results of the tasks `parts` (`SparkContext.runJob`); a failed job is one
     `SparkJobError` line naming its cause (the executor's exception), as a scan's is."""
     from neardup.pipeline.executors.spark.engine import SparkJobError, failure_cause
+    from neardup.pipeline.executors.spark.tasks import on_one_thread
 
     try:
-        return list(context.runJob(tasks, work, parts))
+        return list(context.runJob(tasks, on_one_thread(work), parts))
     except Exception as err:  # Py4J's error for a failed job: its text says why
         raise SparkJobError(f"Spark stage add failed: {failure_cause(err)}") from err
 

@@ -73,6 +73,7 @@ from neardup.pipeline.executors.spark.signatures import (
     rep_key_blobs,
     wanted_signatures,
 )
+from neardup.pipeline.executors.spark.tasks import on_one_thread
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
@@ -242,7 +243,7 @@ class SparkJobs:
         summary = (
             inputs_frame(self.spark, self.inputs)
             .mapInArrow(
-                lambda it: ingest_partition(it, settings, base_url, work),
+                on_one_thread(lambda it: ingest_partition(it, settings, base_url, work)),
                 _spark_schema(SUMMARY_SCHEMA),
             )
             .collect()
@@ -304,7 +305,8 @@ class SparkJobs:
             )
             .repartition(partitions, "part")
             .mapInArrow(
-                lambda it: bucket_blob_batches(it, max_bucket), _spark_schema(BUCKET_PAIRS_SCHEMA)
+                on_one_thread(lambda it: bucket_blob_batches(it, max_bucket)),
+                _spark_schema(BUCKET_PAIRS_SCHEMA),
             ),
             "bucket_pairs",
         )
@@ -336,7 +338,7 @@ class SparkJobs:
         )
         edges = self.save(
             pairs_with_sketches.mapInArrow(
-                lambda it: verify_batches(it, settings), _spark_schema(EDGE_SCHEMA)
+                on_one_thread(lambda it: verify_batches(it, settings)), _spark_schema(EDGE_SCHEMA)
             ),
             "edges",
         )
@@ -364,7 +366,7 @@ class SparkJobs:
         """`body` (a mapInArrow function over RANGES_SCHEMA rows) run by one task per input."""
         rows = self.spark.sparkContext.parallelize(self.ranges, max(1, len(self.ranges)))
         frame = self.spark.createDataFrame(rows, _spark_schema(RANGES_SCHEMA))
-        return frame.mapInArrow(body, _spark_schema(schema))
+        return frame.mapInArrow(on_one_thread(body), _spark_schema(schema))
 
     def _signatures_of(self, docs: Any, name: str) -> Any:
         """(doc_id, minhash, supers) of the pages `docs` (a doc_id column, repeats allowed),
@@ -476,7 +478,7 @@ class SparkJobs:
         clustered = (
             nodes.groupBy("component")
             .cogroup(component_edges.groupBy("component"))
-            .applyInArrow(rule, _spark_schema(CLUSTER_SCHEMA))
+            .applyInArrow(on_one_thread(rule), _spark_schema(CLUSTER_SCHEMA))
         )
         self.save(clustered, "cluster_of_rep").createOrReplaceTempView("cluster_of_rep")
         components.createOrReplaceTempView("components")
@@ -544,7 +546,10 @@ class SparkJobs:
             JOIN signatures AS t ON t.doc_id = a.cluster_id
             WHERE a.cluster_id <> a.doc_id
             """
-        ).mapInArrow(lambda it: representative_batches(it, settings), _spark_schema(ASSIGN_SCHEMA))
+        ).mapInArrow(
+            on_one_thread(lambda it: representative_batches(it, settings)),
+            _spark_schema(ASSIGN_SCHEMA),
+        )
         own.select(*ASSIGN_SCHEMA.names).unionByName(others).createOrReplaceTempView("assignments")
         # Sized (the pages table's cluster sizes) and dealt by input: the task that writes an
         # input's pages reads its folder (`spark/run_parts.py`).
@@ -552,7 +557,7 @@ class SparkJobs:
         inputs = np.array([idx for idx, _, _ in self.ranges], dtype=np.int32)
         schema = SIZED_SCHEMA.append(pa.field("input_idx", pa.int32()))
         sized = spark.sql(sized_sql("assignments")).mapInArrow(
-            lambda it: with_input_idx(it, firsts, inputs), _spark_schema(schema)
+            on_one_thread(lambda it: with_input_idx(it, firsts, inputs)), _spark_schema(schema)
         )
         with named_jobs(spark, f"save {SIZED}"):
             sized.repartition("input_idx").write.mode("overwrite").partitionBy("input_idx").parquet(

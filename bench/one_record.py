@@ -1,0 +1,82 @@
+"""What a one-record scan costs, and what its libraries alone cost to load (issue 29).
+
+1. `neardup scan one.jsonl` in a fresh process, CPU-seconds (user + system of the child):
+   this checkout against another commit's code (`--before SRC`, a `git worktree`'s `src`),
+   alternating run by run after one untimed round (bytecode, page cache).
+2. The floor under it: a fresh Python importing only the libraries such a scan needs,
+   each group alone and all together, with one BLAS thread as the command now asks
+   (`neardup.startup.one_blas_thread`), and `import numpy` with OpenBLAS's default.
+
+    .venv/bin/python bench/one_record.py --runs 5 [--before /tmp/before/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels_ahead import PYTHON, _child_cpu, scan_one_record
+
+IMPORTS = {
+    "python alone": "pass",
+    "numpy": "import numpy",
+    "numpy, OpenBLAS's default threads": "import numpy",
+    "pyarrow.parquet": "import pyarrow.parquet",
+    "duckdb": "import duckdb",
+    "typer (and its pydantic)": "import typer, typer._adapters",
+    "rich's console, progress and table": "import rich.console, rich.progress, rich.table",
+    "all of the above": (
+        "import numpy, pyarrow.parquet, duckdb, typer, typer._adapters, rich.console, "
+        "rich.progress, rich.table"
+    ),
+}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENBLAS_NUM_THREADS")}
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+    return {**base, **extra}
+
+
+def one_record(runs: int, before: str | None) -> dict[str, list[float]]:
+    variants = {"now": _env()}
+    if before:
+        variants["before"] = _env(PYTHONPATH=before)
+    return scan_one_record(runs, variants)
+
+
+def imports(runs: int) -> dict[str, list[float]]:
+    seen: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for run in range(runs + 1):
+        for name, code in IMPORTS.items():
+            threads = {} if "default threads" in name else {"OPENBLAS_NUM_THREADS": "1"}
+            cpu = _child_cpu([PYTHON, "-c", code], _env(**threads))
+            if run:
+                seen[name].append(cpu)
+    return seen
+
+
+def _row(name: str, values: list[float]) -> str:
+    return f"| {name} | {statistics.median(values):.2f} | {min(values):.2f}-{max(values):.2f} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--before", help="source folder of another commit's code")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print("\n| a one-record scan | CPU-s, median | range |\n|---|---:|---:|")
+    for name, values in one_record(args.runs, args.before).items():
+        print(_row(name, values))
+    print("\n| a fresh Python importing | CPU-s, median | range |\n|---|---:|---:|")
+    for name, values in imports(args.runs).items():
+        print(_row(name, values))
+
+
+if __name__ == "__main__":
+    main()

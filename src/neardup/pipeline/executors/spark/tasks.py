@@ -1,0 +1,35 @@
+"""What every function neardup gives Spark to run on its executors does first.
+
+A PySpark Python worker runs one task at a time, on one thread: its kernels run compiled
+ahead of time whatever the size of a call (`jit.one_thread`, as the local engine's workers
+run them). Without it the first call over `jit.AHEAD_MAX_BYTES` of a kernel marked `nogil`
+(a batch of texts to sketch, a page of links) started numba's JIT in each Python worker:
+its import and every kernel's load from numba's cache, about a second a worker here, and
+the whole compile where the executors' numba cache is cold (a fresh node or container).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from neardup.kernels import jit
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def on_one_thread(body: Callable[P, R]) -> Callable[P, R]:
+    """`body` (a `mapInArrow`/`applyInArrow` body, a `runJob` function), run by a task with
+    its kernels on one thread. The wrapper shows `body`'s own signature, even to
+    `inspect.getfullargspec` (PySpark counts a cogroup function's arguments with it)."""
+
+    @functools.wraps(body)
+    def task(*args: P.args, **kwargs: P.kwargs) -> R:
+        jit.one_thread()
+        return body(*args, **kwargs)
+
+    task.__signature__ = inspect.signature(body)  # type: ignore[attr-defined]
+    return task
