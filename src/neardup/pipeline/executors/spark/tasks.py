@@ -4,8 +4,10 @@ A PySpark Python worker runs one task at a time, on one thread: its kernels run 
 ahead of time whatever the size of a call (`jit.one_thread`, as the local engine's workers
 run them). Without it the first call over `jit.AHEAD_MAX_BYTES` of a kernel marked `nogil`
 (a batch of texts to sketch, a page of links) started numba's JIT in each Python worker:
-its import and every kernel's load from numba's cache, about a second a worker here, and
-the whole compile where the executors' numba cache is cold (a fresh node or container).
+its import and its kernels loaded from numba's cache or compiled, 5-14 CPU-s over the two
+Python workers of a Spark scan of the docs-mirrors crawl here (docs/benchmarks.md), and the
+whole compile in each worker where the executors' numba cache is cold (a fresh node or
+container).
 """
 
 from __future__ import annotations
