@@ -119,12 +119,14 @@ def sample_tree(
     seen: dict[int, float],
     peak: list[float],
     every: float = 0.25,
+    names: dict[int, str] | None = None,
 ) -> None:
     """Each process of the tree's user + system seconds at its last sample, and the peaks of
     their summed resident and anonymous memory (RssAnon: the heaps and arrays, without the
     mapped files the kernel can drop), every `every` seconds: four times a second by
     default, since sampling more often took CPU from the scan it measures on two cores (a
-    worker's last quarter second is missed)."""
+    worker's last quarter second is missed). `names`, where given, gets each process's
+    name."""
     while not stop.is_set():
         try:
             procs = [root, *root.children(recursive=True)]
@@ -136,6 +138,8 @@ def sample_tree(
                 with p.oneshot():
                     t = p.cpu_times()
                     rss += p.memory_info().rss
+                    if names is not None:
+                        names[p.pid] = p.name()
                 anon += _anon_bytes(p.pid)
                 seen[p.pid] = t.user + t.system
             except (psutil.Error, OSError):

@@ -25,15 +25,16 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scan_against import sample_tree
 
-def _kind(proc: psutil.Process, driver: int) -> str:
+
+def _kind(pid: int, name: str, driver: int) -> str:
     """The scan's own process is the driver; Java is the JVM; every other process is one of
     Spark's Python workers (the daemon and the workers it forks)."""
-    if proc.pid == driver:
+    if pid == driver:
         return "driver"
-    if "java" in proc.name():
-        return "JVM"
-    return "Python workers"
+    return "JVM" if "java" in name else "Python workers"
 
 
 def one_scan(inputs: list[str], out: Path, src: str | None, imports: bool) -> dict[str, float]:
@@ -45,25 +46,13 @@ def one_scan(inputs: list[str], out: Path, src: str | None, imports: bool) -> di
         env["PYTHONPROFILEIMPORTTIME"] = "1"
     cmd = [sys.executable, "-m", "neardup.cli.main", "scan", *inputs, "--engine", "spark"]
     cmd += ["--out", str(out), "--force", "--quiet", "--json"]
-    seen: dict[int, tuple[str, float]] = {}
+    seen: dict[int, float] = {}
+    names: dict[int, str] = {}
     stop = threading.Event()
     start = time.perf_counter()
     root = psutil.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def sample() -> None:
-        while not stop.is_set():
-            try:
-                for proc in [root, *root.children(recursive=True)]:
-                    try:
-                        cpu = proc.cpu_times()
-                        seen[proc.pid] = (_kind(proc, root.pid), cpu.user + cpu.system)
-                    except psutil.Error:
-                        pass
-            except psutil.Error:
-                pass
-            time.sleep(0.1)
-
-    sampler = threading.Thread(target=sample)
+    args = (root, stop, seen, [0.0, 0.0], 0.1, names)
+    sampler = threading.Thread(target=sample_tree, args=args)
     sampler.start()
     _, err = root.communicate()
     stop.set()
@@ -71,12 +60,13 @@ def one_scan(inputs: list[str], out: Path, src: str | None, imports: bool) -> di
     if root.returncode:
         raise SystemExit(f"the scan failed:\n{err.decode()[-2000:]}")
     result: dict[str, float] = {"wall": time.perf_counter() - start}
-    for kind, cpu in seen.values():
+    for pid, cpu in seen.items():
+        kind = _kind(pid, names.get(pid, ""), root.pid)
         result[kind] = result.get(kind, 0.0) + cpu
     if imports:
-        names = [ln.rsplit("|", 1)[-1].strip() for ln in err.decode().splitlines() if "|" in ln]
-        result["processes importing numba"] = names.count("numba")
-        result["processes importing neardup.kernels"] = names.count("neardup.kernels")
+        imported = [ln.rsplit("|", 1)[-1].strip() for ln in err.decode().splitlines() if "|" in ln]
+        result["processes importing numba"] = imported.count("numba")
+        result["processes importing neardup.kernels"] = imported.count("neardup.kernels")
     return result
 
 

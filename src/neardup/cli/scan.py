@@ -88,7 +88,7 @@ def _note_outputs_passed_over(inputs: list[str]) -> None:
 
 def _warn_damaged(lines: list[str]) -> None:
     """At the end of a scan, on stderr: each input that is damaged or cut short, with where
-    and why (`truncated (51278 of 57616 bytes)`; `damage_warnings`), which the summary only
+    and why (`truncated (51278 of 57616 bytes)`; `input_problems`), which the summary only
     counts as `unreadable record`. A warning: the exit status stays that of the scan."""
     for line in lines:
         console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)

@@ -7,9 +7,9 @@ output, from which the store is built here. The finished
 directory replaces the output in one rename, so an interrupted scan never leaves a
 half-written run.
 
-What a finished run says about its inputs is read here too, for the end of a scan: which
-inputs are damaged or cut short (`damage_warnings`) and why an input gave no page
-(`pageless_inputs`, by its commonest real skip reason).
+What a finished run says about its inputs is read here too, for the end of a scan
+(`input_problems`, in one connection): which inputs are damaged or cut short and why an
+input gave no page (`pageless_inputs`, by its commonest real skip reason).
 """
 
 from __future__ import annotations
@@ -201,15 +201,15 @@ ORDER BY source
 @dataclass
 class InputProblems:
     """What a finished run says about its inputs, read in one connection (`input_problems`):
-    `damage_warnings`' lines and `pageless_inputs`' rows (None when the run cannot be
-    opened)."""
+    the damaged inputs that still gave pages, a line each (`_damage_lines`), and
+    `pageless_inputs`' rows (None when the run cannot be opened)."""
 
     damaged: list[str]
     pageless: list[tuple[str, str]] | None
 
 
 def input_problems(run: str | Path, exclude: str | None = None) -> InputProblems:
-    """`damage_warnings` and `pageless_inputs(run, exclude)` together, as a scan's end
+    """The damaged inputs and `pageless_inputs(run, exclude)` together, as a scan's end
     reports them: the run opened once, not once for each (0.04 s each here)."""
     try:
         con = open_run(run)
@@ -258,21 +258,10 @@ def _skip_phrase(kind: str, n: int, details: list[str], types: list[str], reason
     return f"{n} {noun} skipped: {kind}" + (f" ({shown})" if details else "")
 
 
-def damage_warnings(run: str | Path) -> list[str]:
-    """One line per input that is damaged or cut short but still gave pages: where its
-    first unreadable record is and why, so a truncated download is not mistaken for a
-    small crawl (inputs that gave no page are named by `pageless_inputs`)."""
-    try:
-        con = open_run(run)
-    except RunError:
-        return []
-    try:
-        return _damage_lines(con)
-    finally:
-        con.close()
-
-
 def _damage_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """One line per input of the run on `con` that is damaged or cut short but still gave
+    pages: where its first unreadable record is and why, so a truncated download is not
+    mistaken for a small crawl (inputs that gave no page are named by `pageless_inputs`)."""
     rows = con.execute(_DAMAGED_SQL).fetchall()
     lines = []
     for source, n, offset, reason, record_type in rows:
