@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -83,14 +84,17 @@ def side_by_side_floor(paths: list[Path], processes: int) -> dict:
     }
 
 
-def one_scan(inputs: list[str], out: Path, workers: int, src: Path | None) -> dict:
-    """One scan in a process of its own; its wall time, tree CPU and peak memory."""
+def one_scan(
+    inputs: list[str], out: Path, workers: int, src: Path | None, extra: Sequence[str] = ()
+) -> dict:
+    """One scan in a process of its own (with the options `extra`); its wall time, tree
+    CPU and peak memory."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules as a user's install has them
     if src is not None:
         env["PYTHONPATH"] = str(src)
     cmd = [sys.executable, "-m", "neardup.cli.main", "scan", *inputs, "--out", str(out)]
-    cmd += ["--force", "--quiet", "--json", "--workers", str(workers)]
+    cmd += ["--force", "--quiet", "--json", "--workers", str(workers), *extra]
     start = time.perf_counter()
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, env=env)
     stop, seen, peak = threading.Event(), {}, [0.0, 0.0]

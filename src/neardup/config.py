@@ -140,6 +140,11 @@ class Settings:
     simhash_distance: int = 3
     # Ingest. Links feed the collections and mirrors work; a pure dedup run can skip them.
     extract_links: bool = True
+    # Each page's text in the run (`page_text`): the web UI, the report's snippets and
+    # `neardup crawl lost-found` show or compare it. Without it (`--no-text`) the run holds
+    # the table with no rows, and the scan neither moves the text out of its workers nor
+    # compresses it, when no stage of the scan reads it back (`steps.ingest.text_read_back`).
+    keep_text: bool = True
     # Which records are compared (the one rule is `ingest/eligibility.py`): 4xx/5xx pages
     # only with `include_error_pages`; a crawler's own files (robots.txt, sitemaps, ...;
     # `eligibility.CRAWLER_FILES`) only with `include_crawler_files`; with `include_url`,

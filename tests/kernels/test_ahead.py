@@ -15,11 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from run_tables import tables_differ
 
 from neardup.kernels import ahead, jit
 
@@ -215,20 +215,6 @@ def _scan(inputs: list[Path], out: Path, kernels: str = "") -> set[str]:
     return _imported(done.stderr)
 
 
-def _tables_differ(a: Path, b: Path) -> list[str]:
-    con = duckdb.connect()
-    differ = []
-    for table in sorted(p.name for p in a.glob("*.parquet")):
-        query = "SELECT * FROM read_parquet('{}') EXCEPT ALL SELECT * FROM read_parquet('{}')"
-        for one, other in ((a, b), (b, a)):
-            if con.execute(query.format(one / table, other / table)).fetchall():
-                differ.append(table)
-    for array in sorted(p.name for p in a.glob("*.npy")):
-        if not np.array_equal(np.load(a / array), np.load(b / array)):
-            differ.append(array)
-    return differ
-
-
 def test_a_small_scan_imports_no_numba_and_writes_the_jits_tables(built, tmp_path):
     """A generated crawl's request-first WARCs (mirrors, revisits, redirects) and a JSONL
     record: scanned with the kernels compiled ahead (no numba imported) and on the JIT,
@@ -247,7 +233,7 @@ def test_a_small_scan_imports_no_numba_and_writes_the_jits_tables(built, tmp_pat
     assert "numba" in _scan(inputs, tmp_path / "jit", kernels="jit")
     summary = json.loads((tmp_path / "ahead" / "summary.json").read_text())
     assert summary["sketched"] > 20 and summary["verified_pairs"] > 0
-    assert _tables_differ(tmp_path / "ahead", tmp_path / "jit") == []
+    assert tables_differ(tmp_path / "ahead", tmp_path / "jit") == []
 
 
 def test_a_scans_workers_run_large_batches_ahead_with_the_jits_tables(built, tmp_path):
@@ -273,7 +259,7 @@ def test_a_scans_workers_run_large_batches_ahead_with_the_jits_tables(built, tmp
         imported = [ln.rsplit("|", 1)[-1].strip() for ln in lines if "import time:" in ln]
         assert imported.count("neardup.kernels.jit") >= 3  # this process and both workers
         assert imported.count("numba") == (0 if name == "ahead" else 3), name
-    assert _tables_differ(tmp_path / "ahead", tmp_path / "jit") == []
+    assert tables_differ(tmp_path / "ahead", tmp_path / "jit") == []
 
 
 def test_a_kernel_is_pickled_by_name():

@@ -25,6 +25,7 @@ from neardup.cli.scan_options import (
     ChunkJoin,
     ChunkThreshold,
     Containment,
+    DedupText,
     EngineName,
     ErrorPages,
     Hamming,
@@ -44,6 +45,7 @@ from neardup.cli.scan_options import (
     SparkConf,
     SparkMaster,
     SparkWork,
+    Text,
     Threshold,
     Verbose,
     Verify,
@@ -199,6 +201,7 @@ def scan_command(
     include_url: IncludeUrl = None,
     exclude_url: ExcludeUrl = None,
     links: Links = True,
+    text: Text = True,
     containment: Containment = None,
     chunking: Chunking = None,
     chunk_threshold: ChunkThreshold = None,
@@ -265,6 +268,7 @@ def scan_command(
             include_crawler_files=include_crawler_files,
             **url_patterns(include_url, exclude_url),
             extract_links=links,
+            keep_text=text,
             containment=containment,
             chunking=chunking,
             chunk_threshold=chunk_threshold,
@@ -400,6 +404,7 @@ def dedup_command(
     include_crawler_files: CrawlerFiles = False,
     include_url: IncludeUrl = None,
     exclude_url: ExcludeUrl = None,
+    text: DedupText = None,
     force: Annotated[
         bool, typer.Option(help="replace an earlier dedup output in OUT (never other files)")
     ] = False,
@@ -413,12 +418,13 @@ def dedup_command(
             if not inputs:
                 fail("give inputs to scan, or --run with a finished scan")
             refuse_remote_dedup([str(p) for p in inputs])
-            # deduplication needs no link graph: skip extracting it
+            # deduplication needs no link graph and no stored text: skip both
             settings = _settings(
                 preset,
                 threshold=threshold,
                 method=method,
                 extract_links=False,
+                keep_text=bool(text),
                 include_crawler_files=include_crawler_files,
                 **url_patterns(include_url, exclude_url),
             )
@@ -435,10 +441,10 @@ def dedup_command(
                     progress=progress,
                 )
         else:
-            if include_url or exclude_url or include_crawler_files:
+            if include_url or exclude_url or include_crawler_files or text is not None:
                 fail(
-                    "--include-url, --exclude-url and --include-crawler-files choose what a "
-                    f"scan compares: {run} was scanned with its own (give inputs instead)"
+                    "--include-url, --exclude-url, --include-crawler-files and --text/--no-text "
+                    f"are a scan's settings: {run} was scanned with its own (give inputs instead)"
                 )
             load_settings(run)
             if inputs:

@@ -115,6 +115,23 @@ Workers = Annotated[int | None, typer.Option(min=1, help="worker processes (defa
 BaseUrl = Annotated[str | None, typer.Option(help="base URL for pages of an HTML folder")]
 ErrorPages = Annotated[bool, typer.Option(help="also compare pages with HTTP status 4xx/5xx")]
 Links = Annotated[bool, typer.Option("--links/--no-links", help="extract the link graph")]
+Text = Annotated[
+    bool,
+    typer.Option(
+        "--text/--no-text",
+        help="keep each page's text in the run (the web UI, reports and `crawl lost-found` "
+        "show or compare it); --no-text writes the table with no rows, saving its "
+        "compression and disk",
+    ),
+]
+DedupText = Annotated[
+    bool | None,
+    typer.Option(
+        "--text/--no-text",
+        help="keep each page's text in OUT/scan (default: not, as no link graph: the copy is "
+        "made from the inputs)",
+    ),
+]
 Containment = Annotated[
     float | None,
     typer.Option(help="report pages contained in others at least this much (broder-min/-mod)"),
@@ -159,6 +176,7 @@ def refuse_remote_dedup(inputs: list[str]) -> None:
 _OPTION_OF_FIELD = {
     "wrap_shingles": "--wrap",
     "extract_links": "--links",
+    "keep_text": "--text",
     "simhash_distance": "--hamming",
 }
 

@@ -175,7 +175,8 @@ def query(
 
     Candidates come from the band index; each gets its estimated resemblance and the exact
     containment c(document, page) from the page's stored text, and is kept when either
-    reaches `threshold`."""
+    reaches `threshold`. A crawl scanned without its text (`--no-text`) has no containment
+    to give (None): its candidates are kept by their resemblance alone."""
     store = Path(store)
     run = crawl_dir(store, crawl)
     settings = load_settings(run)
@@ -186,7 +187,9 @@ def query(
         with open_run(crawl_dir(store, label)) as con:
             row = con.execute("SELECT text FROM page_text WHERE doc_id = ?", [doc]).fetchone()
         if row is None:
-            raise StoreError(f"{document} has no stored text")
+            kept = load_settings(crawl_dir(store, label)).keep_text
+            why = "" if kept else f" (crawl {label} was scanned with --no-text: give a file)"
+            raise StoreError(f"{document} has no stored text{why}")
         text = row[0]
     sk = sketch_text(text, settings)
     if not sk.shingles.size:
@@ -198,14 +201,17 @@ def query(
     with open_run(run) as con:
         con.register("wanted", pa.table({"doc_id": pa.array(found, pa.int64())}))
         rows = con.sql(
-            "SELECT p.doc_id, p.url, t.text FROM pages AS p JOIN page_text AS t USING (doc_id)"
-            " WHERE p.doc_id IN (SELECT doc_id FROM wanted)"
+            "SELECT p.doc_id, p.url, t.text FROM pages AS p LEFT JOIN page_text AS t "
+            "USING (doc_id) WHERE p.doc_id IN (SELECT doc_id FROM wanted)"
         ).fetchall()
     resemblance = dict(zip(found.tolist(), est.tolist(), strict=True))
     hits = []
     for doc_id, url, page_text in rows:  # candidates only: a handful, not the crawl
-        contained = float(containment(sk.shingles, shingle_set(page_text, settings)))
+        contained = None
+        if settings.keep_text and page_text is not None:
+            contained = float(containment(sk.shingles, shingle_set(page_text, settings)))
         r = resemblance[doc_id]
-        if r >= threshold or contained >= threshold:
+        if r >= threshold or (contained or 0.0) >= threshold:
             hits.append({"url": url, "doc_id": doc_id, "resemblance": r, "containment": contained})
-    return sorted(hits, key=lambda h: (-max(h["resemblance"], h["containment"]), h["url"]))[:limit]
+    best = sorted(hits, key=lambda h: (-max(h["resemblance"], h["containment"] or 0.0), h["url"]))
+    return best[:limit]

@@ -352,9 +352,10 @@ def scan_and_deduplicate(
     **scan_options: Any,
 ) -> tuple[ScanResult, DedupResult]:
     """Scan `inputs` into `out/scan` and write their deduplicated copy into `out`, as one
-    output: a failure at any step leaves `out` as it was."""
+    output: a failure at any step leaves `out` as it was. Without `settings`, the scan
+    extracts no link graph and keeps no page text: the copy is made from the inputs."""
     paths = [str(p) for p in inputs]
-    settings = settings or Settings(extract_links=False)
+    settings = settings or Settings(extract_links=False, keep_text=False)
     with replacing_folder(out, "dedup", paths, force) as staging:
         scanned = scan(paths, staging / "scan", settings, **scan_options)
         result = _write_into(scanned.path, staging, paths)

@@ -30,6 +30,7 @@ from neardup.ingest.paths_file import resolve_inputs
 from neardup.pipeline.executors import ScanEngine, engine_named
 from neardup.pipeline.progress import Progress, SilentProgress, Unit
 from neardup.pipeline.stages import run_stages
+from neardup.pipeline.steps.ingest import drop_text
 from neardup.store import RunError, anchor_views, build_store, open_run
 from neardup.store.outputs import check_folder, marker_kind, replacing_folder
 
@@ -109,6 +110,8 @@ def scan(
 
     with replacing_folder(out, "run", paths, force) as staging:
         outcome = run_stages(runner, paths, staging, settings, base_url, stage, progress)
+        if not settings.keep_text:
+            drop_text(staging)  # read by a stage (exact verification, say), not kept
         with stage("store", "store"):
             summary = build_store(staging, settings, workers=outcome.workers)
 

@@ -57,6 +57,10 @@ def _pager(request: Request):
     return url_for_page
 
 
+# What a view says where it would show a page's text, for a run scanned without it.
+NO_TEXT = "this run keeps no page text (it was scanned with --no-text)"
+
+
 def _offset(page: int) -> int:
     return (page - 1) * q.PAGE_SIZE
 
@@ -119,7 +123,10 @@ def create_app(
     def search_data(text: str, field: str | None, page: int, limit: int = q.PAGE_SIZE) -> q.Page:
         where = field if field in ("url", "text") else q.guess_field(text)
         with store.cursor() as cur:
-            return q.search(cur, store.search_index, text, where, limit, (page - 1) * limit)
+            found = q.search(cur, store.search_index, text, where, limit, (page - 1) * limit)
+        if found.extra.get("field") == "text" and not store.settings.keep_text:
+            found.extra["notes"].append(NO_TEXT)
+        return found
 
     def cluster_data(cluster_id: int, page: int) -> dict[str, Any]:
         with store.cursor() as cur:
@@ -135,6 +142,8 @@ def create_app(
             pa_, pb = q.page(cur, a), q.page(cur, b)
             ta, tb = q.text(cur, a), q.text(cur, b)
             verified = q.pair_similarity(cur, a, b)
+        if pa_ is not None and pb is not None and not store.settings.keep_text:
+            raise HTTPException(404, NO_TEXT)
         if pa_ is None or pb is None or ta is None or tb is None:
             raise HTTPException(404, f"no compared text for page {a if ta is None else b}")
         d = word_diff(ta, tb)
@@ -209,6 +218,7 @@ def create_app(
             p=row,
             text=(text or "")[:5000],
             text_len=len(text or ""),
+            no_text=None if store.settings.keep_text else NO_TEXT,
         )
 
     @app.get("/diff", response_class=HTMLResponse, responses=_missing("no compared text", True))

@@ -73,6 +73,21 @@ def test_uri_inputs_super_shingles_and_centre_rule(spark, demo_crawl, tmp_path):
     assert pq.read_table(spark_run.path / "pairs.parquet").num_rows > 0
 
 
+def test_a_run_without_text_writes_empty_text_parts(spark, demo_crawl, tmp_path):  # noqa: F811
+    """`--no-text` on Spark: every input's `page_text` part has no rows, and the other
+    tables are the embedded engine's without text too."""
+    settings = Settings(keep_text=False)
+    paths = [str(p) for p in demo_crawl.warc_paths]
+    embedded = neardup.scan(paths, tmp_path / "embedded", settings=settings, workers=2)
+    spark_run = neardup.scan(paths, tmp_path / "spark", settings=settings, engine="spark")
+    assert_same_run(embedded.path, spark_run.path)
+    parts = sorted((spark_run.path / "page_text.parquet").glob("*.parquet"))
+    assert len(parts) == len(paths)  # one part an input, none with a row
+    assert pq.read_table(spark_run.path / "page_text.parquet").num_rows == 0
+    assert pq.read_table(embedded.path / "page_text.parquet").num_rows == 0
+    assert pq.read_table(spark_run.path / "sketches.parquet").num_rows > 0
+
+
 @pytest.mark.realdata
 def test_real_warc_samples_give_identical_tables(spark, tmp_path):  # noqa: F811
     folder = shared_data("warc")

@@ -39,7 +39,8 @@ from neardup.ingest.tables import LineBlock, LineSpan, block_records
 from neardup.ingest.urls import identity_and_host
 from neardup.kernels import SketchBatch, sketch_arrow
 from neardup.pipeline.executors.local import LocalEngine
-from neardup.pipeline.steps.sketch import SketchResult, SketchSink
+from neardup.pipeline.steps.features import FEATURE_METHODS
+from neardup.pipeline.steps.sketch import SketchResult, SketchSink, sketches_in_ingest
 
 PAGES_RAW_SCHEMA = pa.schema(
     [
@@ -138,9 +139,35 @@ def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables
 
 
 # A task for `_extract_task`: a batch of framed records, or a block of JSONL lines; then the
-# payload cap, whether links are wanted, the eligibility rule (`ingest/eligibility.py`) and
-# the settings to sketch the texts with (None: the sketch stage will).
-_Task = tuple["list[RawRecord] | LineBlock | LineSpan", int, bool, Eligibility, "Settings | None"]
+# payload cap, whether links are wanted, the eligibility rule (`ingest/eligibility.py`), the
+# settings to sketch the texts with (None: the sketch stage will) and whether the texts come
+# back (False: sketched here and dropped, `text_read_back`).
+_Task = tuple[
+    "list[RawRecord] | LineBlock | LineSpan", int, bool, Eligibility, "Settings | None", bool
+]
+
+
+def text_read_back(settings: Settings) -> bool:
+    """Whether the scan writes `page_text` into its staging folder: when the run keeps it,
+    or when a stage after the ingest reads it (the sketch pass behind the common-shingle
+    filter, the feature methods, exact verification; the text is then dropped at the end,
+    `drop_text`). Otherwise the workers sketch each text and send back none of it."""
+    return (
+        settings.keep_text
+        or not sketches_in_ingest(settings)
+        or settings.method in FEATURE_METHODS
+        or settings.verify == "exact"
+    )
+
+
+def drop_text(staging: Path) -> None:
+    """`page_text` with no rows, in place of the one the stages read (`--no-text`); a
+    folder of parts (the Spark engine's, written without rows) is left as it is."""
+    path = staging / "page_text.parquet"
+    if path.is_file() and pq.ParquetFile(path).metadata.num_rows:
+        tmp = path.with_name(f".{path.name}.empty")
+        pq.write_table(PAGE_TEXT_SCHEMA.empty_table(), tmp)
+        tmp.replace(path)
 
 
 def _extract_task(task: _Task) -> _BatchTables:
@@ -148,7 +175,7 @@ def _extract_task(task: _Task) -> _BatchTables:
 
     A block's lines are parsed here, and its records get the eligibility rule `_units`
     gives framed records in the reading process."""
-    unit, max_bytes, want_links, rule, sketch = task
+    unit, max_bytes, want_links, rule, sketch, texts_back = task
     if isinstance(unit, LineSpan):
         unit = unit.block()
     if isinstance(unit, LineBlock):
@@ -160,6 +187,8 @@ def _extract_task(task: _Task) -> _BatchTables:
     tables = _tables_of(records, 0, max_bytes, want_links)
     if sketch is not None and tables.with_text:
         tables.sketch = sketch_arrow(tables.texts.column(1), sketch)
+    if not texts_back:  # the document ids stay: the sketches are filed under them
+        tables.texts = tables.texts.select([0])
     return tables
 
 
@@ -392,6 +421,7 @@ def run_ingest(
     units = iter_record_units(inputs, base_url, settings.max_payload_bytes, on_bytes=read)
     read_at: deque[int] = deque()  # bytes read when each batch in flight was framed
     rule = rule_of(settings)
+    texts_back = not sketch or text_read_back(settings)
 
     def tasks() -> Iterator[_Task]:
         for unit in _units(units, settings):
@@ -402,6 +432,7 @@ def run_ingest(
                 settings.extract_links,
                 rule,
                 settings if sketch else None,
+                texts_back,
             )
 
     shown = 0  # bytes passed to `advance`
@@ -411,7 +442,8 @@ def run_ingest(
             tables = numbered.shifted(first)
             first += tables.pages.num_rows
             pages.write(tables.pages)
-            texts.write(tables.texts)
+            if texts_back:
+                texts.write(tables.texts)
             links.write(tables.links)
             if sketches is not None and tables.sketch is not None:
                 sketches.add(tables.texts.column(0).to_numpy(), tables.sketch)

@@ -273,7 +273,7 @@ def ingest_input(
         units = _records_of(path, content, base_url, settings.max_payload_bytes)
         for unit in _units(units, settings):
             batch: _BatchTables = _extract_task(
-                (unit, settings.max_payload_bytes, settings.extract_links, rule, None)
+                (unit, settings.max_payload_bytes, settings.extract_links, rule, None, True)
             ).shifted(first)  # sketched below, with the row groups the work file keeps
             first += batch.pages.num_rows
             formats.update(batch.formats)

@@ -571,8 +571,10 @@ class SparkJobs:
         intermediate tables are removed when they lie in the staging folder."""
         work, staging = str(self.work), str(self.staging)
         num_perm, min_tokens = self.settings.num_perm, self.settings.min_tokens
+        keep_text = self.settings.keep_text
         parts = self._per_input(
-            lambda it: run_parts_partition(it, work, staging, num_perm, min_tokens), PARTS_SCHEMA
+            lambda it: run_parts_partition(it, work, staging, num_perm, min_tokens, keep_text),
+            PARTS_SCHEMA,
         )
         figures = publish_tables(
             self.spark, self.table, self.save, self.staging, parts.collect, self.rows(LINKS)

@@ -57,10 +57,13 @@ def run_schemas(num_perm: int) -> tuple[pa.Schema, pa.Schema]:
     return PAGE_TEXT_SCHEMA, sketches_schema(num_perm)
 
 
-def write_text_parts(input_idx: int, shift: int, work: Path, staging: Path, num_perm: int) -> None:
+def write_text_parts(
+    input_idx: int, shift: int, work: Path, staging: Path, num_perm: int, keep_text: bool = True
+) -> None:
     """The run's `page_text` and `sketches` rows of one input, ids shifted by `shift`, as
     that input's part files, streamed row group by row group (an input without text gets
-    empty files: a run's table is never a folder without a file)."""
+    empty files: a run's table is never a folder without a file; so does every input when
+    the run keeps no text, `Settings.keep_text`)."""
     source = pq.ParquetFile(work / TEXTS / INPUT_FILE.format(input_idx))
     name = RUN_PART.format(input_idx)
     outputs = []
@@ -77,7 +80,8 @@ def write_text_parts(input_idx: int, shift: int, work: Path, staging: Path, num_
             doc_id = pa.array(np.asarray(batch.column("doc_id"), dtype=np.int64) + shift)
             values = np.asarray(batch.column("minhash").values, dtype=np.int32)
             minhash = minhash_column(values.view(np.uint32), num_perm)
-            text_out.write_rows([doc_id, batch.column("text")])
+            if keep_text:
+                text_out.write_rows([doc_id, batch.column("text")])
             sketch_out.write_rows(
                 [doc_id, *(batch.column(f.name) for f in SKETCH_FIELDS[:4]), minhash]
             )
@@ -141,14 +145,19 @@ def write_pages_part(
 
 
 def run_parts_partition(
-    batches: Iterator[pa.RecordBatch], work: str, staging: str, num_perm: int, min_tokens: int
+    batches: Iterator[pa.RecordBatch],
+    work: str,
+    staging: str,
+    num_perm: int,
+    min_tokens: int,
+    keep_text: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over RANGES_SCHEMA rows: each input's text, sketch and page part
     files; a row each with its skipped records by reason (a JSON object)."""
     for batch in batches:
         for row in batch.to_pylist():
             idx, shift = row["input_idx"], row["shift"]
-            write_text_parts(idx, shift, Path(work), Path(staging), num_perm)
+            write_text_parts(idx, shift, Path(work), Path(staging), num_perm, keep_text)
             skipped = write_pages_part(idx, shift, Path(work), Path(staging), min_tokens)
             yield pa.RecordBatch.from_pylist(
                 [{"input_idx": idx, "skipped": json.dumps(skipped)}], schema=PARTS_SCHEMA
