@@ -117,7 +117,9 @@ def test_crawl_query_keeps_candidates_by_resemblance(tmp_path: Path) -> None:
     rows = _rows(tmp_path / "rows.jsonl")
     settings = Settings(num_perm=84)
     add_crawl([rows], tmp_path / "with", "a", settings, workers=1)
-    add_crawl([rows], tmp_path / "without", "a", Settings(num_perm=84, keep_text=False), workers=1)
+    args = ["crawl", str(rows), "--label", "a", "--store", str(tmp_path / "without")]
+    result = CliRunner().invoke(app, [*args, "--num-perm", "84", "--workers", "1", "--no-text"])
+    assert result.exit_code == 0, result.output
     document = tmp_path / "copy.txt"
     document.write_text(random_text(5, 300), encoding="utf-8")
     want = query(tmp_path / "with", document)

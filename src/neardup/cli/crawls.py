@@ -24,6 +24,7 @@ from neardup.cli.scan_options import (
     SparkConf,
     SparkMaster,
     SparkWork,
+    Text,
     _settings,
 )
 from neardup.cli.url_options import CrawlerFiles, ExcludeUrl, IncludeUrl, url_patterns
@@ -100,6 +101,7 @@ def register(app: typer.Typer) -> None:
         include_crawler_files: CrawlerFiles = False,
         include_url: IncludeUrl = None,
         exclude_url: ExcludeUrl = None,
+        text: Text = True,
         engine: EngineName = "embedded",
         spark_master: SparkMaster = None,
         spark_conf: SparkConf = None,
@@ -121,6 +123,7 @@ def register(app: typer.Typer) -> None:
                 sketch=sketch or stored_sketch(store),
                 include_crawler_files=include_crawler_files,
                 **url_patterns(include_url, exclude_url),
+                keep_text=text,
             )
             runner = engine_runner(engine, workers, spark_master, spark_conf, spark_work)
             result = add_crawl(
