@@ -141,7 +141,7 @@ class Settings:
     # Ingest. Links feed the collections and mirrors work; a pure dedup run can skip them.
     extract_links: bool = True
     # Each page's text in the run (`page_text`): the web UI, the report's snippets and
-    # `neardup crawl lost-found` show or compare it. Without it (`--no-text`) the run holds
+    # `neardup query` show or compare it. Without it (`--no-text`) the run holds
     # the table with no rows, and the scan neither moves the text out of its workers nor
     # compresses it, when no stage of the scan reads it back (`steps.ingest.text_read_back`).
     keep_text: bool = True

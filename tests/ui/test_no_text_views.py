@@ -1,6 +1,6 @@
 """What the commands that show a page's text say of a run scanned with `--no-text`: the
 web UI finds its pages by URL and says that it keeps no text (page, text search,
-diff), the report leaves out its snippets and says why, `crawl query` keeps candidates by
+diff), the report leaves out its snippets and says why, `neardup query` keeps candidates by
 their resemblance (no containment to give), and `dedup --run` refuses `--no-text`."""
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ Text = Annotated[
     bool,
     typer.Option(
         "--text/--no-text",
-        help="keep each page's text in the run (the web UI, reports and `crawl lost-found` "
+        help="keep each page's text in the run (the web UI, reports and `neardup query` "
         "show or compare it); --no-text writes the table with no rows, saving its "
         "compression and disk",
     ),
