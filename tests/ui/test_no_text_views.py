@@ -100,6 +100,13 @@ def test_the_ui_finds_pages_by_url_and_says_it_has_no_text(
     page = without.get("/page/0")
     assert page.status_code == 200 and NO_TEXT in page.text
     assert NO_TEXT not in with_text.get("/page/0").text
+    # no link to a side-by-side view that has no text to show (a member of the copies' cluster)
+    cluster = with_text.get("/api/clusters").json()["rows"][0]["cluster_id"]
+    for client, links in ((with_text, True), (without, False)):
+        members = client.get(f"/api/cluster/{cluster}").json()["members"]["rows"]
+        member = next(m["doc_id"] for m in members if not m["is_representative"])
+        assert ('class="diff-link"' in client.get(f"/page/{member}").text) is links
+        assert ("/diff?" in client.get(f"/cluster/{cluster}").text) is links
     diff = without.get("/api/diff", params={"a": 0, "b": 1})
     assert diff.status_code == 404 and diff.json()["detail"] == NO_TEXT
     assert with_text.get("/api/diff", params={"a": 0, "b": 1}).status_code == 200

@@ -202,7 +202,15 @@ def create_app(
     )
     def cluster_view(request: Request, cluster_id: int, page: PageNo = 1) -> HTMLResponse:
         data = cluster_data(cluster_id, page)
-        return _render("cluster.html.j2", request, title=f"cluster {cluster_id}", page=page, **data)
+        no_text = None if store.settings.keep_text else NO_TEXT  # no side by side to link
+        return _render(
+            "cluster.html.j2",
+            request,
+            title=f"cluster {cluster_id}",
+            page=page,
+            no_text=no_text,
+            **data,
+        )
 
     @app.get("/page/{doc_id}", response_class=HTMLResponse, responses=_missing("no page", True))
     def page_view(request: Request, doc_id: int) -> HTMLResponse:
