@@ -207,8 +207,8 @@ def query(
     resemblance = dict(zip(found.tolist(), est.tolist(), strict=True))
     hits = []
     for doc_id, url, page_text in rows:  # candidates only: a handful, not the crawl
-        contained = None
-        if settings.keep_text and page_text is not None:
+        contained = None  # a crawl scanned with --no-text has no text to compare
+        if page_text is not None:
             contained = float(containment(sk.shingles, shingle_set(page_text, settings)))
         r = resemblance[doc_id]
         if r >= threshold or (contained or 0.0) >= threshold:

@@ -89,6 +89,8 @@ def create_app(
     of HTTP Basic auth (which a browser asks for); `rate` limits each client. The first
     open of a run builds its search index, reported to `progress`."""
     store = RunStore(run, cache, progress)
+    # what the views say, and link to no side by side, for a run scanned without its text
+    no_text = None if store.settings.keep_text else NO_TEXT
     app = FastAPIOffline(
         title="neardup",
         docs_url="/api/docs",
@@ -124,8 +126,8 @@ def create_app(
         where = field if field in ("url", "text") else q.guess_field(text)
         with store.cursor() as cur:
             found = q.search(cur, store.search_index, text, where, limit, (page - 1) * limit)
-        if found.extra.get("field") == "text" and not store.settings.keep_text:
-            found.extra["notes"].append(NO_TEXT)
+        if found.extra.get("field") == "text" and no_text:
+            found.extra["notes"].append(no_text)
         return found
 
     def cluster_data(cluster_id: int, page: int) -> dict[str, Any]:
@@ -142,8 +144,8 @@ def create_app(
             pa_, pb = q.page(cur, a), q.page(cur, b)
             ta, tb = q.text(cur, a), q.text(cur, b)
             verified = q.pair_similarity(cur, a, b)
-        if pa_ is not None and pb is not None and not store.settings.keep_text:
-            raise HTTPException(404, NO_TEXT)
+        if pa_ is not None and pb is not None and no_text:
+            raise HTTPException(404, no_text)
         if pa_ is None or pb is None or ta is None or tb is None:
             raise HTTPException(404, f"no compared text for page {a if ta is None else b}")
         d = word_diff(ta, tb)
@@ -202,7 +204,6 @@ def create_app(
     )
     def cluster_view(request: Request, cluster_id: int, page: PageNo = 1) -> HTMLResponse:
         data = cluster_data(cluster_id, page)
-        no_text = None if store.settings.keep_text else NO_TEXT  # no side by side to link
         return _render(
             "cluster.html.j2",
             request,
@@ -226,7 +227,7 @@ def create_app(
             p=row,
             text=(text or "")[:5000],
             text_len=len(text or ""),
-            no_text=None if store.settings.keep_text else NO_TEXT,
+            no_text=no_text,
         )
 
     @app.get("/diff", response_class=HTMLResponse, responses=_missing("no compared text", True))

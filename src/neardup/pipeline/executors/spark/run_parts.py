@@ -75,8 +75,10 @@ def write_text_parts(
         folder.mkdir(parents=True, exist_ok=True)
         outputs.append(_TableFile(folder, input_idx, schema, TEXT_ROWS, name=name, **how))
     text_out, sketch_out = outputs
+    # without the text kept, its column is not read back either
+    columns = None if keep_text else [n for n in source.schema_arrow.names if n != "text"]
     with _committed(outputs):
-        for batch in source.iter_batches(batch_size=TEXT_ROWS):
+        for batch in source.iter_batches(batch_size=TEXT_ROWS, columns=columns):
             doc_id = pa.array(np.asarray(batch.column("doc_id"), dtype=np.int64) + shift)
             values = np.asarray(batch.column("minhash").values, dtype=np.int32)
             minhash = minhash_column(values.view(np.uint32), num_perm)
