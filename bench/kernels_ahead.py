@@ -66,9 +66,12 @@ def one_record(runs: int, before: str | None) -> dict[str, list[float]]:
     return scan_one_record(runs, _variants(before))
 
 
-def scan_one_record(runs: int, variants: dict[str, dict[str, str]]) -> dict[str, list[float]]:
+def scan_one_record(
+    runs: int, variants: dict[str, dict[str, str]], pythons: dict[str, str] | None = None
+) -> dict[str, list[float]]:
     """The CPU-seconds of `runs` scans of a one-record file under each environment of
-    `variants`, alternating, after one untimed round."""
+    `variants`, alternating, after one untimed round; `pythons` names another interpreter
+    (another virtual environment's) for some of them."""
     seen: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="neardup-one-") as work:
         one = Path(work) / "one.jsonl"
@@ -76,7 +79,8 @@ def scan_one_record(runs: int, variants: dict[str, dict[str, str]]) -> dict[str,
         for run in range(runs + 1):  # the first round is untimed: caches, bytecode
             for name, env in variants.items():
                 out = Path(work) / f"{name}-{run}"
-                args = [PYTHON, "-m", "neardup.cli.main", "scan", str(one), "-o", str(out), "-q"]
+                python = (pythons or {}).get(name, PYTHON)
+                args = [python, "-m", "neardup.cli.main", "scan", str(one), "-o", str(out), "-q"]
                 cpu = _child_cpu(args, env)
                 if run:
                     seen[name].append(cpu)

@@ -2,12 +2,15 @@
 
 1. `neardup scan one.jsonl` in a fresh process, CPU-seconds (user + system of the child):
    this checkout against another commit's code (`--before SRC`, a `git worktree`'s `src`),
-   alternating run by run after one untimed round (bytecode, page cache).
+   alternating run by run after one untimed round (bytecode, page cache); `--before-python`
+   runs the other side with another virtual environment's interpreter (other library
+   versions: typer 0.29 against the 0.28 that pyproject.toml now asks for).
 2. The floor under it: a fresh Python importing only the libraries such a scan needs,
    each group alone and all together, with one BLAS thread as the command now asks
    (`neardup.startup.one_blas_thread`), and `import numpy` with OpenBLAS's default.
 
     .venv/bin/python bench/one_record.py --runs 5 [--before /tmp/before/src]
+        [--before-python /tmp/other-venv/bin/python]
 """
 
 from __future__ import annotations
@@ -27,11 +30,10 @@ IMPORTS = {
     "numpy, OpenBLAS's default threads": "import numpy",
     "pyarrow.parquet": "import pyarrow.parquet",
     "duckdb": "import duckdb",
-    "typer (and its pydantic)": "import typer, typer._adapters",
+    "typer": "import typer",
     "rich's console, progress and table": "import rich.console, rich.progress, rich.table",
     "all of the above": (
-        "import numpy, pyarrow.parquet, duckdb, typer, typer._adapters, rich.console, "
-        "rich.progress, rich.table"
+        "import numpy, pyarrow.parquet, duckdb, typer, rich.console, rich.progress, rich.table"
     ),
 }
 
@@ -42,11 +44,12 @@ def _env(**extra: str) -> dict[str, str]:
     return {**base, **extra}
 
 
-def one_record(runs: int, before: str | None) -> dict[str, list[float]]:
+def one_record(runs: int, before: str | None, before_python: str | None) -> dict[str, list[float]]:
     variants = {"now": _env()}
-    if before:
-        variants["before"] = _env(PYTHONPATH=before)
-    return scan_one_record(runs, variants)
+    if before or before_python:
+        variants["before"] = _env(PYTHONPATH=before) if before else _env()
+    pythons = {"before": before_python} if before_python else None
+    return scan_one_record(runs, variants, pythons)
 
 
 def imports(runs: int) -> dict[str, list[float]]:
@@ -68,10 +71,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before", help="source folder of another commit's code")
+    parser.add_argument("--before-python", help="the interpreter of another virtual environment")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     print("\n| a one-record scan | CPU-s, median | range |\n|---|---:|---:|")
-    for name, values in one_record(args.runs, args.before).items():
+    for name, values in one_record(args.runs, args.before, args.before_python).items():
         print(_row(name, values))
     print("\n| a fresh Python importing | CPU-s, median | range |\n|---|---:|---:|")
     for name, values in imports(args.runs).items():

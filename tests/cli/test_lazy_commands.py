@@ -85,6 +85,28 @@ def test_scan_command_line_imports_no_other_group() -> None:
     assert "Usage: neardup scan" in done.stdout
 
 
+def test_a_scan_loads_no_validation_library(tmp_path) -> None:
+    """A scan's options are parsed without pydantic (typer 0.29 loads it and builds a
+    validator for each option: 0.2 CPU-s of a one-record scan) and without a second Click
+    beside the copy typer parses with."""
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"url": "https://a.example/", "text": "a page of a few words"}\n')
+    code = (
+        "import sys\n"
+        f"sys.argv = ['neardup', 'scan', {str(one)!r}, '-o', {str(tmp_path / 'run')!r}, '-q']\n"
+        "from neardup.cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as done:\n"
+        "    print('EXIT', done.code, file=sys.stderr)\n"
+        "print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'click'}),"
+        " file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "LOADED []" in done.stderr, done.stderr[-2000:]
+    assert (tmp_path / "run" / "pages.parquet").exists(), done.stderr[-2000:]
+
+
 def test_interrupts_are_recognised_without_importing_duckdb() -> None:
     import duckdb
 

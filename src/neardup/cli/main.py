@@ -26,15 +26,17 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
-import click
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from neardup import __version__
 from neardup.cli.output import console
 from neardup.startup import one_blas_thread, without_probed_modules
+
+if TYPE_CHECKING:  # typer>=0.26 formats help with its own copy of Click, not named publicly
+    from typer._click.formatting import HelpFormatter
 
 GROUPS = ("scan", "demo", "linkgraph", "report", "crawls", "service", "kernels")  # `--help`'s order
 
@@ -63,7 +65,7 @@ HELP_PANELS: dict[str, tuple[str, ...]] = {
 _PANEL_OF = {name: panel for panel, names in HELP_PANELS.items() for name in names}
 
 
-def _first_sentence(command: click.Command) -> str:
+def _first_sentence(command: TyperCommand | TyperGroup) -> str:
     """A command's description for the list of commands: its short help, else the first
     sentence of its help, whole (where Click cuts it at 45 characters)."""
     if command.short_help:
@@ -73,7 +75,7 @@ def _first_sentence(command: click.Command) -> str:
     return words[: end.start() + 1] if end else words
 
 
-def _argument_name(param: click.Parameter) -> str:
+def _argument_name(param: TyperArgument) -> str:
     """An argument as Click names it in a usage line: upper case, `[...]` when optional,
     `...` when it takes several values."""
     name = (param.metavar or param.name or "").upper()
@@ -85,12 +87,12 @@ def _argument_name(param: click.Parameter) -> str:
 class _Command(TyperCommand):
     """A command whose usage line and Arguments section name arguments in Click's way."""
 
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         params = self.get_params(ctx)
         return pieces + [_argument_name(p) for p in params if p.param_type_name == "argument"]
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_options(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
         arguments, options = [], []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
@@ -110,7 +112,7 @@ class _Group(TyperGroup):
     """The application: its commands listed under their `rich_help_panel` headings, in
     `HELP_PANELS`' order, each with its first sentence whole (wrapped, never cut)."""
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
         panels: dict[str, list[tuple[str, str]]] = {}
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
