@@ -67,21 +67,27 @@ def test_a_command_alone_answers_as_the_whole_app(args: list[str]) -> None:
     assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
 
 
-def test_scan_command_line_imports_no_other_group() -> None:
+def _loaded_after(args: list[str], names: set[str]) -> subprocess.CompletedProcess[str]:
+    """`neardup ARGS` run by `main` in a fresh Python, which then prints (on stderr, after
+    `LOADED`) which of the modules `names` it had imported."""
     code = (
         "import sys\n"
-        "sys.argv = ['neardup', 'scan', '--help']\n"
+        f"sys.argv = ['neardup', *{args!r}]\n"
         "from neardup.cli.main import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
-        "others = [m for m in ('neardup.cli.crawls', 'neardup.cli.service', 'neardup.cli.report',"
-        " 'neardup.cli.linkgraph') if m in sys.modules]\n"
-        "print('OTHERS', others, file=sys.stderr)\n"
+        f"loaded = sorted(m for m in {sorted(names)!r} if m in sys.modules)\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "OTHERS []" in done.stderr, done.stderr[-2000:]
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_scan_command_line_imports_no_other_group() -> None:
+    others = {f"neardup.cli.{group}" for group in ("crawls", "service", "report", "linkgraph")}
+    done = _loaded_after(["scan", "--help"], others)
+    assert "LOADED []" in done.stderr, done.stderr[-2000:]
     assert "Usage: neardup scan" in done.stdout
 
 
@@ -91,18 +97,9 @@ def test_a_scan_loads_no_validation_library(tmp_path) -> None:
     beside the copy typer parses with."""
     one = tmp_path / "one.jsonl"
     one.write_text('{"url": "https://a.example/", "text": "a page of a few words"}\n')
-    code = (
-        "import sys\n"
-        f"sys.argv = ['neardup', 'scan', {str(one)!r}, '-o', {str(tmp_path / 'run')!r}, '-q']\n"
-        "from neardup.cli.main import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as done:\n"
-        "    print('EXIT', done.code, file=sys.stderr)\n"
-        "print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'click'}),"
-        " file=sys.stderr)\n"
+    done = _loaded_after(
+        ["scan", str(one), "-o", str(tmp_path / "run"), "-q"], {"pydantic", "click"}
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "LOADED []" in done.stderr, done.stderr[-2000:]
     assert (tmp_path / "run" / "pages.parquet").exists(), done.stderr[-2000:]
 
@@ -120,16 +117,6 @@ def test_interrupts_are_recognised_without_importing_duckdb() -> None:
 
 def test_service_help_loads_no_database() -> None:
     """The service group imports its library when a command runs, so its help is quick."""
-    code = (
-        "import sys\n"
-        "sys.argv = ['neardup', 'serve', '--help']\n"
-        "from neardup.cli.main import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('DUCKDB', 'duckdb' in sys.modules, file=sys.stderr)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = _loaded_after(["serve", "--help"], {"duckdb"})
     assert "Usage: neardup serve" in done.stdout
-    assert "DUCKDB False" in done.stderr, done.stderr[-2000:]
+    assert "LOADED []" in done.stderr, done.stderr[-2000:]
