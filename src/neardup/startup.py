@@ -4,11 +4,12 @@ import only to see whether they are installed, and one BLAS thread (`one_blas_th
 pyarrow imports pandas (where installed; the `spark` extra installs it) the first time it
 reads a file or makes an array, and numba imports scipy to look for a BLAS that none of
 neardup's kernels calls: 0.2-0.33 s and 0.1 s of every process that starts (`python -X
-importtime`), about a third of a small `neardup add` or `neardup scan`. No command on the
-embedded engine uses either (`supershingle_probability`, the one function of neardup's that
-needs scipy, is for callers of the library). The console entry point makes them missing for
-those commands, and the worker processes they start do the same (`in_worker`); on the Spark
-engine they stay, since PySpark's Arrow exchange needs pandas.
+importtime`), about a third of a small `neardup add`, `neardup scan` or `neardup mirrors`.
+No command on the embedded engine uses either (`supershingle_probability`, the one function
+of neardup's that needs scipy, is for callers of the library). The console entry point
+makes them missing for every command line that does not ask for `--engine spark`, and the
+worker processes they start do the same (`in_worker`); on the Spark engine they stay, since
+PySpark's Arrow exchange needs pandas.
 """
 
 from __future__ import annotations

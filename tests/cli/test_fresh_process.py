@@ -55,6 +55,16 @@ def test_dedup_that_scans_in_a_fresh_interpreter(pages, tmp_path):
     assert (out / "kept.parquet").exists()
 
 
+def _loaded_modules(importtime_report: str) -> list[str]:
+    """The modules a process (and its children) imported, from PYTHONPROFILEIMPORTTIME's
+    report on stderr."""
+    return [ln.rsplit("|", 1)[-1].strip() for ln in importtime_report.splitlines() if "|" in ln]
+
+
+# numba's probe of a BLAS: tried and refused, so reported by name with nothing under it
+_PROBES = ("scipy.linalg", "scipy.linalg.cython_blas")
+
+
 def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tmp_path):
     """`neardup scan` on the embedded engine loads neither pandas nor scipy, in its own
     process or in its workers (`neardup.startup`): pyarrow and numba import them only to see
@@ -79,12 +89,11 @@ def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tm
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    imported = [ln.rsplit("|", 1)[-1].strip() for ln in done.stderr.splitlines() if "|" in ln]
+    imported = _loaded_modules(done.stderr)
     assert "numba" in imported and "pyarrow" in imported  # the report covers the command
     assert json.loads(done.stdout)["records"] == 48
     assert imported.count("neardup.kernels") >= 3  # this process and both workers
-    numba_probes = ("scipy.linalg", "scipy.linalg.cython_blas")  # tried, refused
-    loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in numba_probes]
+    loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
     assert loaded == [], sorted(set(loaded))[:20]
 
 
@@ -148,3 +157,56 @@ def test_the_console_entry_point_asks_for_one_blas_thread_before_numpy_loads(pag
         )
         assert done.returncode == 0, done.stderr[-3000:]
         assert done.stderr.strip().splitlines()[-1] == expected
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """A small demo crawl (request-first WARCs with mirrors and collections) and its run."""
+    folder = tmp_path_factory.mktemp("demo")
+    done = _neardup("demo-crawl", str(folder / "crawl"), "--pages", "40", "--force")
+    assert done.returncode == 0, done.stderr[-3000:]
+    warcs = sorted(str(p) for p in (folder / "crawl" / "warc").glob("*.warc.gz"))
+    done = _neardup("scan", *warcs, "--out", str(folder / "run"), "--workers", "1", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder, warcs
+
+
+def test_every_embedded_command_goes_without_the_modules_only_probed_for(demo_run, tmp_path):
+    """Not only the scan: every command that reads a run, a store of crawls or an index
+    makes Arrow arrays, and pyarrow's first array imports pandas to see whether it is one
+    (0.3 CPU-s of `neardup mirrors` on a small run). Each command here runs through the
+    console entry point in a fresh Python, succeeds, and loads neither pandas nor scipy."""
+    folder, warcs = demo_run
+    run, store, index = folder / "run", tmp_path / "store", tmp_path / "index"
+    urls = tmp_path / "urls.txt"
+    urls.write_text("https://www.example.com/\n")
+    lines = [
+        ["summary", str(run)],
+        ["clusters", str(run), "--top", "3"],
+        ["mirrors", str(run)],
+        ["collections", str(run)],
+        ["avoid-list", str(run)],
+        ["rollup", str(run), str(urls)],
+        ["report", str(run), "-o", str(tmp_path / "report.html")],
+        ["dedup", "--run", str(run), "--out", str(tmp_path / "clean")],
+        ["crawl", warcs[0], "--store", str(store), "--label", "a", "--workers", "1"],
+        ["crawl", *warcs[1:], "--store", str(store), "--label", "b", "--workers", "1"],
+        ["evolution", str(store)],
+        ["find-moved", "--store", str(store), "--all"],
+        ["add", str(index), *warcs],
+        ["--version"],
+    ]
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    for line in lines:
+        done = subprocess.run(
+            [sys.executable, "-m", "neardup.cli.main", *line],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        assert done.returncode == 0, (line, done.stderr[-3000:])
+        imported = _loaded_modules(done.stderr)
+        assert "pyarrow" in imported or line == ["--version"], line  # the report covers it
+        loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
+        assert loaded == [], (line, sorted(set(loaded))[:20])

@@ -37,7 +37,8 @@ def test_whole_app_has_every_mapped_command() -> None:
         (["serve"], ("service",)),
         ([], GROUPS),
         (["--help"], GROUPS),
-        (["--version"], GROUPS),
+        (["--version"], ()),  # the root's own option: no command's group
+        (["--version", "scan"], GROUPS),
         (["scna"], GROUPS),  # a misspelt command: the whole app suggests the right one
     ],
 )
@@ -120,3 +121,19 @@ def test_service_help_loads_no_database() -> None:
     done = _loaded_after(["serve", "--help"], {"duckdb"})
     assert "Usage: neardup serve" in done.stdout
     assert "LOADED []" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "args, spark",
+    [
+        ([], False),  # `neardup --version`: nothing after the first word
+        (["--engine"], False),
+        (["run", "--engine", "spark"], True),
+        (["--engine=spark", "run"], True),
+        (["run", "--engine", "embedded"], False),
+        (["spark"], False),
+    ],
+)
+def test_which_command_lines_ask_for_spark(args: list[str], spark: bool) -> None:
+    """Every line but these goes without the modules only probed for (`neardup.startup`)."""
+    assert cli_main._on_spark(args) is spark

@@ -8,7 +8,8 @@ shell's convention for SIGINT), whether Python or DuckDB saw it first.
 A group's module imports the part of the library its commands use (the crawl store, the
 service, the report's plotting), and all of them together take a good part of a second, so
 `main` registers only the group of the command its line names (`COMMAND_GROUPS`); a line
-that names none (`--help`, `--version`, a misspelt command, shell completion) gets them all.
+that names none (`--help`, a misspelt command, shell completion) gets them all, and
+`--version` alone none.
 `app`, the whole application, is built on first use, for callers such as tests.
 
 Help is Click's plain text (see `build_app`), with two changes made here once for every
@@ -21,6 +22,7 @@ command's `rich_help_panel`) with each one's first sentence whole, where Click c
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import re
 import signal
@@ -173,9 +175,12 @@ def build_app(groups: Sequence[str] = GROUPS) -> typer.Typer:
 
 
 def groups_for(args: Sequence[str]) -> tuple[str, ...]:
-    """The groups a command line (without the program name) needs: its command's, or all
-    of them when it names no known command first or the shell asks for completions."""
+    """The groups a command line (without the program name) needs: its command's, none for
+    `--version` alone, or all of them when it names no known command first or the shell
+    asks for completions."""
     completing = any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ)
+    if list(args) == ["--version"] and not completing:
+        return ()
     group = COMMAND_GROUPS.get(args[0]) if args and not completing else None
     return (group,) if group else GROUPS
 
@@ -224,7 +229,7 @@ def _leave_now(code: int) -> NoReturn:
 
 def _on_spark(args: list[str]) -> bool:
     """Whether a command line asks for the Spark engine (`--engine spark`)."""
-    pairs = zip(args, [*args[1:], ""], strict=True)
+    pairs = itertools.pairwise(args)  # each word and the next
     return "--engine=spark" in args or ("--engine", "spark") in pairs
 
 
@@ -241,7 +246,7 @@ def main() -> None:
         # pages into an empty index. Read when pyarrow loads, which this module does not do;
         # a user's own choice of pool stays.
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if sys.argv[1:2] in (["add"], ["scan"], ["dedup"]) and not _on_spark(sys.argv[2:]):
+    if not _on_spark(sys.argv[2:]):
         without_probed_modules()  # PySpark's Arrow exchange needs pandas: not on Spark
     app = build_app(groups_for(sys.argv[1:]))
     try:
