@@ -136,3 +136,36 @@ def test_an_input_without_pages_is_named_by_its_commonest_real_skip(tmp_path: Pa
     code, _, err = _scan(str(docs), "-o", str(tmp_path / "both"), "--force")
     assert code == 1
     assert f"({docs}: {EXPECTED}); {tmp_path / 'both'} still holds its previous run" in err
+
+
+def test_a_run_without_skips_is_not_reopened_for_its_inputs_problems(tmp_path: Path) -> None:
+    """The scan's end asks the run which inputs are damaged or gave no page only when its
+    summary counts a skipped record: without one, the answer read from the run is empty
+    too, an empty input among the others included."""
+    from neardup.pipeline.scan import input_problems
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text(
+        "".join(
+            json.dumps({"url": f"https://a.example/{i}", "text": f"page {i} words"}) + "\n"
+            for i in range(3)
+        )
+    )
+    (tmp_path / "empty.jsonl").write_text("")
+    code, out, _ = _scan(
+        str(pages), str(tmp_path / "empty.jsonl"), "-o", str(tmp_path / "run"), "--json"
+    )
+    assert code == 0 and json.loads(out)["skipped"] == 0
+    read = input_problems(tmp_path / "run")
+    assert (read.damaged, read.pageless) == ([], [])
+    assert input_problems(tmp_path / "run", skipped=0) == read
+    # with skips, the run is read: a truncated WARC is named
+    cut = tmp_path / "half.warc"
+    whole = b"".join(page(i) for i in range(4))
+    cut.write_bytes(whole[: len(whole) // 2 + 150])
+    code, out, _ = _scan(str(cut), "-o", str(tmp_path / "cut"), "--json")
+    skipped = json.loads(out)["skipped"]
+    assert code == 0 and skipped > 0
+    assert [
+        line.split(":")[0] for line in input_problems(tmp_path / "cut", skipped=skipped).damaged
+    ] == [str(cut)]

@@ -310,7 +310,9 @@ def scan_command(
         )
     run_dir = out if crawl is None else out / "crawls" / crawl  # where `pages` is
     # inputs that gave no page: beside others, WAT files do not count (they hold links)
-    problems = input_problems(run_dir, exclude=WAT_REASON if summary["sketched"] else None)
+    problems = input_problems(
+        run_dir, WAT_REASON if summary["sketched"] else None, skipped=summary["skipped"]
+    )
     if json_summary:
         out_console.print_json(json.dumps(summary, default=str))
     elif summary["sketched"]:

@@ -211,9 +211,15 @@ class InputProblems:
     pageless: list[tuple[str, str]] | None
 
 
-def input_problems(run: str | Path, exclude: str | None = None) -> InputProblems:
+def input_problems(
+    run: str | Path, exclude: str | None = None, skipped: int | None = None
+) -> InputProblems:
     """The damaged inputs and `pageless_inputs(run, exclude)` together, as a scan's end
-    reports them: the run opened once, not once for each (0.04 s each here)."""
+    reports them: the run opened once, not once for each (0.04 s each here), and not at
+    all when its summary counts no `skipped` record (its `pages` rows are then all pages:
+    no input is damaged or gave none)."""
+    if skipped == 0:
+        return InputProblems([], [])
     try:
         con = open_run(run)
     except RunError:
