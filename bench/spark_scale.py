@@ -20,6 +20,7 @@ is in their run seconds), shuffle bytes written and read, Parquet bytes read and
 
     .venv/bin/python bench/spark_scale.py --pages 250000 --modes embedded local
     .venv/bin/python bench/spark_scale.py --pages 250000 --modes standalone
+    .venv/bin/python bench/spark_scale.py --pages 250000 --no-text   # both engines with --no-text
 
 Writes bench/out/spark_scale/results.json (one row per run, appended) and prints a table.
 """
@@ -242,13 +243,17 @@ def same_clusters(a: Path, b: Path) -> dict:
     return {"pages_with_other_cluster": int(differ), "clusters_not_in_other": int(only)}
 
 
-def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -> dict:
+def run(
+    pages: int, parts: int, mode: str, master: str | None, timeout: float, keep_text: bool = True
+) -> dict:
     inputs = shards(pages, parts)
     folder = OUT / f"n{pages}"
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / f"run-{mode}"
+    suffix = "" if keep_text else "-no-text"
+    out = folder / f"run-{mode}{suffix}"
     common = ["scan", str(inputs), "--out", str(out), "--force", "--quiet", "--json"]
-    events = folder / f"events-{mode}"
+    common += [] if keep_text else ["--no-text"]
+    events = folder / f"events-{mode}{suffix}"
     shutil.rmtree(events, ignore_errors=True)
     events.mkdir()
     event_conf = [
@@ -284,16 +289,16 @@ def run(pages: int, parts: int, mode: str, master: str | None, timeout: float) -
         ]
         roots = [pid for pid, (_, c) in _processes().items() if "deploy.worker.Worker" in c]
     load = os.getloadavg()[0]
-    m = measure(cmd, folder / f"{mode}.log", roots, timeout)
+    m = measure(cmd, folder / f"{mode}{suffix}.log", roots, timeout)
     m["load_average_before"] = round(load, 2)
     if mode != "embedded" and any(events.iterdir()):
         m["stage_profile"] = stage_profile(events)
-    result = {"pages": pages, "shards": parts, "mode": mode, **m}
+    result = {"pages": pages, "shards": parts, "mode": mode, "keep_text": keep_text, **m}
     if m["rc"] == 0:
         summary = json.loads((out / "summary.json").read_text())
         for key in ("stage_seconds", "clusters", "verified_pairs", "candidate_pairs"):
             result[key] = summary.get(key)
-        embedded = folder / "run-embedded"
+        embedded = folder / f"run-embedded{suffix}"
         if mode != "embedded" and (embedded / "summary.json").exists():
             result["against_embedded"] = same_clusters(embedded, out)
     print(json.dumps(result), file=sys.stderr)
@@ -307,13 +312,15 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["embedded", "local"])
     parser.add_argument("--master", help="the standalone master (mode standalone)")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--no-text", action="store_true", help="scan with --no-text")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     results_file = OUT / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else []
     for n in args.pages:
         for mode in args.modes:
-            results.append(run(n, args.shards, mode, args.master, args.timeout))
+            run_ = run(n, args.shards, mode, args.master, args.timeout, not args.no_text)
+            results.append(run_)
             results_file.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
