@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -208,5 +209,61 @@ def test_every_embedded_command_goes_without_the_modules_only_probed_for(demo_ru
         assert done.returncode == 0, (line, done.stderr[-3000:])
         imported = _loaded_modules(done.stderr)
         assert "pyarrow" in imported or line == ["--version"], line  # the report covers it
+        loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
+        assert loaded == [], (line, sorted(set(loaded))[:20])
+
+
+def _served_pages(
+    line: list[str], port: int, paths: list[str], report: Path
+) -> tuple[dict[str, int], str]:
+    """Start a server command through the console entry point in a fresh Python, ask it for
+    `paths`, stop it; return each path's status and the process's importtime report (kept
+    in the file `report`: a pipe would fill and stop the server)."""
+    import time
+
+    import httpx
+
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    statuses: dict[str, int] = {}
+    with report.open("w") as err:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "neardup.cli.main", *line, "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not statuses and time.monotonic() < deadline and server.poll() is None:
+                try:
+                    url = f"http://127.0.0.1:{port}{paths[0]}"
+                    statuses[paths[0]] = httpx.get(url).status_code
+                except httpx.TransportError:
+                    time.sleep(0.2)
+            for path in paths[1:] if statuses else []:
+                statuses[path] = httpx.get(f"http://127.0.0.1:{port}{path}").status_code
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return statuses, report.read_text()
+
+
+def test_the_servers_go_without_the_modules_only_probed_for(demo_run, tmp_path):
+    """`neardup ui` and `neardup serve`, started as a user starts them, answer their pages
+    and load neither pandas nor scipy (the UI's views read the run through Arrow)."""
+    from door_server import free_port
+
+    folder, warcs = demo_run
+    done = _neardup("add", str(tmp_path / "index"), *warcs)
+    assert done.returncode == 0, done.stderr[-3000:]
+    servers = [
+        (["ui", str(folder / "run")], ["/", "/mirrors", "/collections", "/search?q=example"]),
+        (["serve", str(tmp_path / "index")], ["/", "/api/docs"]),
+    ]
+    for line, paths in servers:
+        statuses, report = _served_pages(line, free_port(), paths, tmp_path / f"{line[0]}.err")
+        assert statuses == dict.fromkeys(paths, 200), (line, statuses, report[-3000:])
+        imported = _loaded_modules(report)
+        assert "pyarrow" in imported, line
         loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
         assert loaded == [], (line, sorted(set(loaded))[:20])
