@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels_ahead import PYTHON, _child_cpu
+from one_record import sides
 
 
 def _commands(run: Path, work: Path) -> dict[str, list[str]]:
@@ -36,21 +37,10 @@ def _commands(run: Path, work: Path) -> dict[str, list[str]]:
     }
 
 
-def _env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENBLAS_NUM_THREADS")}
-    base.pop("PYTHONDONTWRITEBYTECODE", None)
-    return {**base, **extra}
-
-
 def measure(
     runs: int, pages: int, before: str | None, before_python: str | None
 ) -> dict[str, dict[str, list[float]]]:
-    variants = {"now": (PYTHON, _env())}
-    if before or before_python:
-        variants["before"] = (
-            before_python or PYTHON,
-            _env(PYTHONPATH=before) if before else _env(),
-        )
+    variants = sides(before, before_python)
     seen: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="neardup-commands-") as tmp:
         work = Path(tmp)

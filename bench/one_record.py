@@ -44,11 +44,20 @@ def _env(**extra: str) -> dict[str, str]:
     return {**base, **extra}
 
 
-def one_record(runs: int, before: str | None, before_python: str | None) -> dict[str, list[float]]:
-    variants = {"now": _env()}
+def sides(before: str | None, before_python: str | None) -> dict[str, tuple[str, dict[str, str]]]:
+    """The interpreter and environment of each code compared: this checkout ("now"), and
+    with `before` (another commit's source folder) or `before_python` (another virtual
+    environment's interpreter), "before"."""
+    found = {"now": (PYTHON, _env())}
     if before or before_python:
-        variants["before"] = _env(PYTHONPATH=before) if before else _env()
-    pythons = {"before": before_python} if before_python else None
+        found["before"] = (before_python or PYTHON, _env(PYTHONPATH=before) if before else _env())
+    return found
+
+
+def one_record(runs: int, before: str | None, before_python: str | None) -> dict[str, list[float]]:
+    compared = sides(before, before_python)
+    variants = {name: env for name, (_, env) in compared.items()}
+    pythons = {name: python for name, (python, _) in compared.items()}
     return scan_one_record(runs, variants, pythons)
 
 

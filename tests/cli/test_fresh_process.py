@@ -28,12 +28,15 @@ def pages(tmp_path_factory):
     return path
 
 
-def _neardup(*args: str) -> subprocess.CompletedProcess:
+def _neardup(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """`neardup ARGS` through the console entry point in a fresh Python, with `env` added
+    to this process's environment."""
     return subprocess.run(
         [sys.executable, "-m", "neardup.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, **env} if env else None,
     )
 
 
@@ -62,8 +65,16 @@ def _loaded_modules(importtime_report: str) -> list[str]:
     return [ln.rsplit("|", 1)[-1].strip() for ln in importtime_report.splitlines() if "|" in ln]
 
 
+# Every Python process of a command reports its imports on stderr (its workers inherit it).
+IMPORT_REPORT = {"PYTHONPROFILEIMPORTTIME": "1"}
 # numba's probe of a BLAS: tried and refused, so reported by name with nothing under it
 _PROBES = ("scipy.linalg", "scipy.linalg.cython_blas")
+
+
+def _probed_ones_loaded(imported: list[str]) -> list[str]:
+    """The modules of pandas and scipy that `imported` holds beyond a refused probe."""
+    loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
+    return sorted(set(loaded))[:20]
 
 
 def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tmp_path):
@@ -72,7 +83,6 @@ def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tm
     whether they are there. Every Python process of the command reports its imports
     (PYTHONPROFILEIMPORTTIME, which the workers inherit); a blocked probe shows as its top
     name alone, a loaded module with its submodules."""
-    import os
     import shutil
 
     inputs = []
@@ -80,22 +90,14 @@ def test_a_scan_and_its_workers_go_without_the_modules_only_probed_for(pages, tm
         inputs.append(tmp_path / f"part{i}.jsonl")
         shutil.copy(pages, inputs[-1])
     # on the JIT (as a large scan's workers are), so that numba's own probe is tried too
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "NEARDUP_KERNELS": "jit"}
     args = ["scan", *map(str, inputs), "--out", str(tmp_path / "run"), "--workers", "2"]
-    done = subprocess.run(
-        [sys.executable, "-m", "neardup.cli.main", *args, "--json", "-q"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    done = _neardup(*args, "--json", "-q", **IMPORT_REPORT, NEARDUP_KERNELS="jit")
     assert done.returncode == 0, done.stderr[-3000:]
     imported = _loaded_modules(done.stderr)
     assert "numba" in imported and "pyarrow" in imported  # the report covers the command
     assert json.loads(done.stdout)["records"] == 48
     assert imported.count("neardup.kernels") >= 3  # this process and both workers
-    loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
-    assert loaded == [], sorted(set(loaded))[:20]
+    assert _probed_ones_loaded(imported) == []
 
 
 _THREADS_AFTER_NUMPY = """
@@ -197,20 +199,12 @@ def test_every_embedded_command_goes_without_the_modules_only_probed_for(demo_ru
         ["add", str(index), *warcs],
         ["--version"],
     ]
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     for line in lines:
-        done = subprocess.run(
-            [sys.executable, "-m", "neardup.cli.main", *line],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-        )
+        done = _neardup(*line, **IMPORT_REPORT)
         assert done.returncode == 0, (line, done.stderr[-3000:])
         imported = _loaded_modules(done.stderr)
         assert "pyarrow" in imported or line == ["--version"], line  # the report covers it
-        loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
-        assert loaded == [], (line, sorted(set(loaded))[:20])
+        assert _probed_ones_loaded(imported) == [], line
 
 
 def _served_pages(
@@ -223,7 +217,7 @@ def _served_pages(
 
     import httpx
 
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    env = {**os.environ, **IMPORT_REPORT}
     statuses: dict[str, int] = {}
     with report.open("w") as err:
         server = subprocess.Popen(
@@ -265,5 +259,4 @@ def test_the_servers_go_without_the_modules_only_probed_for(demo_run, tmp_path):
         assert statuses == dict.fromkeys(paths, 200), (line, statuses, report[-3000:])
         imported = _loaded_modules(report)
         assert "pyarrow" in imported, line
-        loaded = [m for m in imported if m.startswith(("pandas.", "scipy.")) and m not in _PROBES]
-        assert loaded == [], (line, sorted(set(loaded))[:20])
+        assert _probed_ones_loaded(imported) == [], line
