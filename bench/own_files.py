@@ -12,9 +12,9 @@ Three measurements a round, alternating in one window on the same files:
    rows, the sketches) on every batch, as a Spark ingest task does, and send back only counts.
    Once as the scan runs it, once without the links (`--no-links`' settings).
 
-The third is what a design in which the workers read and frame their own files could at best
-cost: no records through a pipe, no Parquet, no store, no near stage. Its ratio to the floor
-is a lower bound for any scan that does the same work per page.
+The third is what the workers of a design in which they read and frame their own files would
+cost, before they hand anything on: no records through a pipe, no Parquet, no store, no near
+stage. Its ratio to the floor is a lower bound for any scan that does the same work per page.
 
     .venv/bin/python bench/own_files.py bench/out/docs-mirrors-cc --runs 3
 
