@@ -99,36 +99,32 @@ def main() -> None:
     print(f"load before: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     seen: dict[str, list[dict]] = {"floor": [], "scan": [], "own": [], "own_no_links": []}
     for run in range(args.runs):
-        seen["floor"].append(side_by_side_floor(paths, args.workers))
+        floor = side_by_side_floor(paths, args.workers)
+        seen["floor"].append({"wall_s": floor["seconds"], "cpu_s": floor["cpu_seconds"]})
         seen["scan"].append(one_scan(list(map(str, paths)), scratch, args.workers, None))
         seen["own"].append(own_files(paths, args.workers, links=True))
         seen["own_no_links"].append(own_files(paths, args.workers, links=False))
-        print(
-            f"round {run + 1}: "
-            + ", ".join(
-                f"{k} {v[-1].get('cpu_seconds', v[-1].get('cpu_s'))} CPU-s" for k, v in seen.items()
-            ),
-            file=sys.stderr,
-        )
+        done = ", ".join(f"{key} {runs[-1]['cpu_s']:.1f}" for key, runs in seen.items())
+        print(f"round {run + 1}, CPU-s: {done}", file=sys.stderr)
     shutil.rmtree(scratch, ignore_errors=True)
     if seen["own"][0]["records"] != seen["scan"][0]["pages"]:
         raise SystemExit("the workers' own reading framed another number of records than the scan")
-    floor_cpu = statistics.median(r["cpu_seconds"] for r in seen["floor"])
-    rows = [
-        ("the floor side by side", "floor", "seconds", "cpu_seconds"),
-        ("`neardup scan` (default settings)", "scan", "wall_s", "cpu_s"),
-        ("the scan's ingest task, workers reading their own files", "own", "wall_s", "cpu_s"),
-        ("the same without links", "own_no_links", "wall_s", "cpu_s"),
-    ]
+    floor_cpu = statistics.median(r["cpu_s"] for r in seen["floor"])
+    rows = {
+        "floor": "the floor side by side",
+        "scan": "`neardup scan` (default settings)",
+        "own": "the scan's ingest task, workers reading their own files",
+        "own_no_links": "the same without links",
+    }
     print(
         f"| {args.workers} processes, {len(paths)} files, {args.runs} runs each | wall s, "
         "median (range) | CPU-s, median (range) | CPU against the floor |"
     )
     print("|---|---|---|---:|")
     report = {"inputs": args.inputs, "workers": args.workers, "runs": seen}
-    for label, key, wall, cpu in rows:
-        walls = [r[wall] for r in seen[key]]
-        cpus = [r[cpu] for r in seen[key]]
+    for key, label in rows.items():
+        walls = [r["wall_s"] for r in seen[key]]
+        cpus = [r["cpu_s"] for r in seen[key]]
         ratio = statistics.median(cpus) / floor_cpu
         print(
             f"| {label} | {statistics.median(walls):.1f} ({min(walls):.1f}-{max(walls):.1f}) | "
