@@ -63,23 +63,21 @@ def _variants(before: str | None) -> dict[str, dict[str, str]]:
 
 
 def one_record(runs: int, before: str | None) -> dict[str, list[float]]:
-    return scan_one_record(runs, _variants(before))
+    return scan_one_record(runs, {name: (PYTHON, env) for name, env in _variants(before).items()})
 
 
 def scan_one_record(
-    runs: int, variants: dict[str, dict[str, str]], pythons: dict[str, str] | None = None
+    runs: int, variants: dict[str, tuple[str, dict[str, str]]]
 ) -> dict[str, list[float]]:
-    """The CPU-seconds of `runs` scans of a one-record file under each environment of
-    `variants`, alternating, after one untimed round; `pythons` names another interpreter
-    (another virtual environment's) for some of them."""
+    """The CPU-seconds of `runs` scans of a one-record file by each interpreter and
+    environment of `variants`, alternating, after one untimed round."""
     seen: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="neardup-one-") as work:
         one = Path(work) / "one.jsonl"
         one.write_text(json.dumps({"url": "https://a.example/", "text": "a page of words"}) + "\n")
         for run in range(runs + 1):  # the first round is untimed: caches, bytecode
-            for name, env in variants.items():
+            for name, (python, env) in variants.items():
                 out = Path(work) / f"{name}-{run}"
-                python = (pythons or {}).get(name, PYTHON)
                 args = [python, "-m", "neardup.cli.main", "scan", str(one), "-o", str(out), "-q"]
                 cpu = _child_cpu(args, env)
                 if run:

@@ -55,10 +55,7 @@ def sides(before: str | None, before_python: str | None) -> dict[str, tuple[str,
 
 
 def one_record(runs: int, before: str | None, before_python: str | None) -> dict[str, list[float]]:
-    compared = sides(before, before_python)
-    variants = {name: env for name, (_, env) in compared.items()}
-    pythons = {name: python for name, (python, _) in compared.items()}
-    return scan_one_record(runs, variants, pythons)
+    return scan_one_record(runs, sides(before, before_python))
 
 
 def imports(runs: int) -> dict[str, list[float]]:
