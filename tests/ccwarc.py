@@ -10,6 +10,7 @@ Common Crawl's field names (Envelope → Payload-Metadata → HTTP-Response-Meta
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from io import BytesIO
@@ -170,3 +171,14 @@ def html_links(html: str) -> list[str]:
     parser = _Anchors()
     parser.feed(html)
     return parser.hrefs
+
+
+def gzip_members(path: Path) -> list[bytes]:
+    """The decompressed gzip members of a file, in order: a WARC as crawlers write it has
+    one member per record, which tools rely on to seek to a record."""
+    rest, members = path.read_bytes(), []
+    while rest:
+        dec = zlib.decompressobj(31)
+        members.append(dec.decompress(rest))
+        rest = dec.unused_data
+    return members

@@ -7,12 +7,11 @@ from __future__ import annotations
 import gzip
 import json
 import random
-import zlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from ccwarc import Fetch, write_warc
+from ccwarc import Fetch, gzip_members, write_warc
 from fastwarc.stream_io import ZstdReader, ZstdWriter
 from typer.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
@@ -53,16 +52,6 @@ def _arc(path: Path, pages: list[tuple[str, str]]) -> None:
 def _one_stream(path: Path) -> None:
     """Rewrite a per-record-gzip WARC as one gzip stream, as ClueWeb09 is published."""
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())))
-
-
-def _members(path: Path) -> list[bytes]:
-    """The decompressed gzip members of a file, in order."""
-    rest, members = path.read_bytes(), []
-    while rest:
-        dec = zlib.decompressobj(31)
-        members.append(dec.decompress(rest))
-        rest = dec.unused_data
-    return members
 
 
 @pytest.fixture
@@ -114,7 +103,7 @@ def test_a_folder_of_warc_arc_and_one_stream_gzip_is_written_file_by_file(mixed,
     notes = result.notes
     assert list(notes) == [str(mixed / "b.warc.gz")]
     assert "one gzip member per record" in notes[str(mixed / "b.warc.gz")]
-    members = _members(tmp_path / "clean" / "b.warc.gz")
+    members = gzip_members(tmp_path / "clean" / "b.warc.gz")
     b = next(o for o in result.outcomes if o.source == str(mixed / "b.warc.gz"))
     assert len(members) == b.records_kept > 0
     assert all(m.startswith(b"WARC/1.") for m in members)

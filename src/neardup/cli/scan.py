@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from neardup.cli.dedup_report import report_dedup
 from neardup.cli.engine_options import spark_conf_pairs
 from neardup.cli.output import console, emit_table, fail, note, out_console
 from neardup.cli.progress import RichProgress, show_progress
@@ -59,7 +60,7 @@ from neardup.cli.summary import print_summary, unusable_inputs, why_nothing
 from neardup.cli.url_options import CrawlerFiles, ExcludeUrl, IncludeUrl, url_patterns
 from neardup.config import Settings, SettingsError
 from neardup.ingest.commoncrawl import WAT_REASON
-from neardup.pipeline.dedup import DedupResult, scan_and_deduplicate, write_deduplicated
+from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
 from neardup.pipeline.scan import EmptyScanError, input_problems, scan
 from neardup.store import RunError, load_settings, load_summary, open_run
 
@@ -458,53 +459,7 @@ def dedup_command(
         fail(str(err), code=1)
     except SCAN_ERRORS as err:
         fail(str(err))
-    _report_dedup(result, out, json_out)
-
-
-def _report_dedup(result: DedupResult, out: Path, json_out: bool) -> None:
-    """The outcome of `dedup`: totals and one row per input file (written with its records
-    kept and removed, or not written with the reason); each file not written, and each
-    written in another form (a whole-file gzip recompressed per record), also named on
-    stderr. Exit status: 0 when every file was written, 1 when none was, 3 when some were."""
-    if json_out:
-        out_console.print_json(
-            json.dumps(
-                {
-                    "out": str(out),
-                    "kept": result.kept,
-                    "removed": result.removed,
-                    "companions_removed": result.companions_removed,
-                    "files": [o.to_dict() for o in result.outcomes],
-                }
-            )
-        )
-    else:
-        rows: list[list[object]] = [
-            ["pages kept", result.kept],
-            ["pages removed (near-duplicates)", result.removed],
-            ["companion records removed", result.companions_removed],
-            *(
-                [
-                    f"written: {o.source}",
-                    f"{o.output} ({o.records_kept} kept, {o.records_removed} removed)",
-                ]
-                if o.output is not None
-                else [f"not written: {o.source}", o.reason]
-                for o in result.outcomes
-            ),
-            ["lists", "keep_urls.txt, remove_urls.txt, kept.parquet, removed.parquet"],
-        ]
-        emit_table(f"neardup dedup → {out}", ["what", "value"], rows)
-    for source, how in result.notes.items():
-        console.print(f"note: {escape(source)}: {escape(how)}", highlight=False, soft_wrap=True)
-    for source, why in result.not_written.items():
-        console.print(
-            f"[bold red]not written:[/] {escape(source)}: {escape(why)}",
-            highlight=False,
-            soft_wrap=True,
-        )
-    if result.not_written:
-        raise typer.Exit(3 if result.files else 1)
+    report_dedup(result, out, json_out)
 
 
 def register(app: typer.Typer) -> None:

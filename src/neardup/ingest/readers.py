@@ -41,8 +41,11 @@ from neardup.ingest.tables import LineBlock, iter_jsonl, iter_jsonl_blocks, iter
 from neardup.ingest.warc_reader import iter_warc
 
 KINDS = ("warc", "arc", "jsonl", "parquet", "html_dir", "unreadable")
+# Common Crawl's WET and WAT files are WARC files named `.warc.wet.gz` / `.warc.wat.gz`,
+# which no WARC suffix matches: without their own, a folder walk passed them over in silence.
 _SUFFIX_KINDS = (
     ((".warc", ".warc.gz", ".warc.zst", ".warc.zstd"), "warc"),
+    ((".warc.wet", ".warc.wet.gz", ".warc.wat", ".warc.wat.gz"), "warc"),
     ((".arc", ".arc.gz"), "arc"),
     ((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"), "jsonl"),
     ((".parquet", ".pq"), "parquet"),

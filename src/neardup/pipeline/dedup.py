@@ -1,48 +1,49 @@
 """Write the input back without its non-representative near-duplicates.
 
-The output keeps each input's own format and bytes: WARC/ARC records are copied byte for
-byte (a record runs from its offset to the next record's), JSONL lines and Parquet rows are
-filtered, HTML folders are copied file by file. A WARC compressed as one gzip stream (the
-ClueWeb09 sample) or as zstd has no record to copy in compressed form, so its records' bytes
-are decompressed and each is compressed again on its own, the one-member-per-record form WARC
-tools expect. Records that were skipped (requests, revisits, non-HTML) are kept, except the
-request/metadata records that belong to a removed response. Keep and remove lists name every
-page that was judged.
+The output keeps each input's own format and bytes (`dedup_formats.py` copies them): WARC,
+ARC and WET records byte for byte, JSONL lines and Parquet rows filtered, HTML folders file
+by file. Records that were skipped (requests, revisits, non-HTML) are kept, except the
+request/metadata records that belong to a removed response. A WET's copy is thus its
+warcinfo and the `conversion` records of its kept pages, which is the deduplicated text
+corpus people build WET files into. Keep and remove lists name every page that was judged.
 
 Inputs are written file by file, whatever form the scan was given them in: a folder or a glob
-stands for the files the scan read from it (the `source` column of `pages`). A file that
-cannot be written (gone since the scan, damaged) is one `FileOutcome` with its reason, and
-the others are still written.
+stands for the files the scan read from it (the `source` column of `pages`). Every one of
+them is one `FileOutcome`, so none is dropped in silence: written, left out because it holds
+nothing to deduplicate (a WAT file: metadata, no pages, which a copy would only repeat), or
+not written, with the reason (gone since the scan, damaged), the others still written.
 """
 
 from __future__ import annotations
 
-import gzip
 import shutil
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from itertools import pairwise
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import duckdb
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
-from fastwarc.stream_io import GzipReader, GzipWriter, ZstdReader, ZstdWriter
 
 from neardup.config import Settings
 from neardup.ingest import detect_input_kind
+from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.ingest.html_dir import has_html_files
-from neardup.ingest.limits import short_error
+from neardup.ingest.limits import entry_problem, short_error
 from neardup.ingest.remote import GLOB_CHARS
+from neardup.pipeline.dedup_formats import (
+    Copied,
+    write_archive,
+    write_html_dir,
+    write_jsonl,
+    write_parquet,
+)
 from neardup.pipeline.scan import ScanResult, scan
 from neardup.store import RunError, load_summary, open_run, read_sql
 from neardup.store.outputs import replacing_folder
 
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_CHUNK = 1 << 20
+# Why a WAT file has no copy: its records describe pages held elsewhere, and none is a page.
+METADATA_ONLY = "metadata only: nothing to deduplicate"
 # Names in the output folder that are not copies of inputs.
 _RESERVED = frozenset(
     {"scan", "kept.parquet", "removed.parquet", "keep_urls.txt", "remove_urls.txt"}
@@ -52,7 +53,8 @@ _RESERVED = frozenset(
 @dataclass
 class FileOutcome:
     """What became of one input file: written (with its records kept and removed, and a
-    note when its form had to change) or not written, with the reason."""
+    note when its form had to change), left out (`left_out`: it holds nothing to
+    deduplicate, the reason says what), or not written, with the reason."""
 
     source: str  # the file the scan read (a record's `source`)
     given_as: str  # the input as the scan was given it: the file, a folder or a glob
@@ -61,6 +63,7 @@ class FileOutcome:
     records_removed: int = 0
     note: str | None = None
     reason: str | None = None  # why it was not written
+    left_out: bool = False  # not written by design, not for a failure
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,7 @@ class FileOutcome:
             "records_removed": self.records_removed,
             "note": self.note,
             "reason": self.reason,
+            "left_out": self.left_out,
         }
 
 
@@ -90,23 +94,21 @@ class DedupResult:
 
     @property
     def not_written(self) -> dict[str, str]:
-        """Input file -> why it could not be written."""
-        return {o.source: o.reason or "" for o in self.outcomes if o.output is None}
+        """Input file -> why it could not be written (a failure: files left out by design
+        are in `left_out`)."""
+        return {
+            o.source: o.reason or "" for o in self.outcomes if o.output is None and not o.left_out
+        }
+
+    @property
+    def left_out(self) -> dict[str, str]:
+        """Input file -> why it has no copy although nothing failed (a WAT file)."""
+        return {o.source: o.reason or "" for o in self.outcomes if o.left_out}
 
     @property
     def notes(self) -> dict[str, str]:
         """Input file -> how its copy differs in form (say, recompressed per record)."""
         return {o.source: o.note for o in self.outcomes if o.note}
-
-
-@dataclass
-class _Copied:
-    """Records (lines, rows, files) of one input written and left out, and how its form
-    changed, if it did."""
-
-    kept: int = 0
-    removed: int = 0
-    note: str | None = None
 
 
 def _with_record_offset(con: duckdb.DuckDBPyConnection) -> None:
@@ -135,154 +137,6 @@ def _record_offsets(con: duckdb.DuckDBPyConnection, source: str) -> list[int]:
         "SELECT DISTINCT record_offset FROM pages WHERE source = ? ORDER BY 1", [source]
     ).fetchall()
     return [int(r[0]) for r in rows]
-
-
-def _at_members(fh: BinaryIO, offsets: list[int]) -> bool:
-    """Whether a gzip member starts at every record offset (records gzipped one by one)."""
-    for off in offsets:
-        fh.seek(off)
-        if fh.read(2) != GZIP_MAGIC:
-            return False
-    return True
-
-
-def _write_archive(
-    src: Path, dst: Path, kind: str, offsets: list[int], removed: set[int]
-) -> _Copied:
-    """Copy the records of a WARC/ARC file that are not in `removed`, in the file's form.
-
-    A plain file or one gzip member per record: byte ranges are copied as they are. One gzip
-    stream for the whole file (ClueWeb09) or zstd: the scan's offsets are positions in the
-    decompressed stream, so it is decompressed and every kept record is compressed again as
-    a member (frame) of its own, the form WARC tools expect."""
-    if not offsets:  # the scan found no record in it: nothing to leave out
-        shutil.copyfile(src, dst)
-        return _Copied()
-    if any(b <= a for a, b in pairwise(offsets)):
-        raise ValueError("record offsets in the pages table are not increasing")
-    with src.open("rb") as fh:
-        head = fh.read(4)
-        if head.startswith(GZIP_MAGIC) and not _at_members(fh, offsets):
-            note = "one gzip stream in the input; written with one gzip member per record"
-            return _recompress(src, dst, kind, offsets, removed, GzipReader, GzipWriter, note)
-    if head == ZSTD_MAGIC:
-        note = "zstd input; written with one zstd frame per record"
-        return _recompress(src, dst, kind, offsets, removed, ZstdReader, ZstdWriter, note)
-    return _copy_ranges(src, dst, offsets, removed)
-
-
-def _copy_ranges(src: Path, dst: Path, offsets: list[int], removed: set[int]) -> _Copied:
-    """Records as byte ranges (a record runs from its offset to the next one's)."""
-    done = _Copied()
-    ends = [*offsets[1:], src.stat().st_size]
-    with src.open("rb") as fin, dst.open("wb") as fout:
-        if offsets[0] > 0:  # a file header before the first record
-            fout.write(fin.read(offsets[0]))
-        for start, end in zip(offsets, ends, strict=True):
-            if start in removed:
-                done.removed += 1
-                continue
-            done.kept += 1
-            fin.seek(start)
-            _pump(fin.read, fout.write, end - start)
-    return done
-
-
-def _pump(read: Any, write: Any, size: int | None) -> int:
-    """Move `size` bytes (None: all that is left) from `read` to `write` in chunks; returns
-    how many moved."""
-    moved = 0
-    while size is None or moved < size:
-        chunk = read(_CHUNK if size is None else min(_CHUNK, size - moved))
-        if not chunk:
-            break
-        write(chunk)
-        moved += len(chunk)
-    return moved
-
-
-def _recompress(
-    src: Path,
-    dst: Path,
-    kind: str,
-    offsets: list[int],
-    removed: set[int],
-    reader_type: Any,
-    writer_type: Any,
-    note: str,
-) -> _Copied:
-    """Decompress `src` front to back and write each kept record (the bytes from its offset
-    to the next one's, unchanged) as a compressed member of its own. Each WARC record must
-    begin with its version line, so offsets that do not frame the decompressed records fail
-    the file rather than cut records apart."""
-    done = _Copied(note=note)
-    ends: list[int | None] = [*offsets[1:], None]
-    with src.open("rb") as fin, dst.open("wb") as fout:
-        reader, writer = reader_type(fin, fsspec_args=False), writer_type(fout, fsspec_args=False)
-        try:
-            if offsets[0] > 0:  # bytes before the first record: a member of their own
-                _pump(reader.read, writer.write, offsets[0])
-                writer.finish()
-            for start, end in zip(offsets, ends, strict=True):
-                head = reader.read(5)
-                if kind == "warc" and not head.startswith(b"WARC/"):
-                    raise ValueError(f"no WARC record at offset {start} of the decompressed file")
-                size = None if end is None else end - start - len(head)
-                if start in removed:
-                    done.removed += 1
-                    _pump(reader.read, lambda _b: None, size)
-                    continue
-                done.kept += 1
-                writer.write(head)
-                _pump(reader.read, writer.write, size)
-                writer.finish()
-        finally:
-            writer.close()
-            reader.close()
-    return done
-
-
-def _write_jsonl(src: Path, dst: Path, removed: set[int]) -> _Copied:
-    done = _Copied()
-    opener = gzip.open if src.suffix == ".gz" else open
-    with opener(src, "rb") as fin, opener(dst, "wb") as fout:
-        for line_no, line in enumerate(fin):
-            if line_no in removed:
-                done.removed += 1
-            else:
-                done.kept += 1
-                fout.write(line)
-    return done
-
-
-def _write_parquet(src: Path, dst: Path, removed: set[int]) -> _Copied:
-    pf = pq.ParquetFile(src)
-    gone = np.fromiter(removed, dtype=np.int64, count=len(removed))
-    done, row = _Copied(), 0
-    with pq.ParquetWriter(dst, pf.schema_arrow, compression="zstd") as writer:
-        for batch in pf.iter_batches(batch_size=65536):
-            rows = np.arange(row, row + batch.num_rows, dtype=np.int64)
-            keep = ~np.isin(rows, gone)
-            writer.write_batch(batch.filter(pa.array(keep)))
-            done.kept += int(keep.sum())
-            done.removed += batch.num_rows - int(keep.sum())
-            row += batch.num_rows
-    return done
-
-
-def _write_html_dir(src: Path, dst: Path, removed_files: set[str]) -> _Copied:
-    done = _Copied()
-    for path in sorted(src.rglob("*")):
-        if not path.is_file():
-            continue
-        if str(path) in removed_files:
-            done.removed += 1
-            continue
-        done.kept += 1
-        target = dst / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
-    return done
 
 
 def _output_name(name: str, used: set[str]) -> str:
@@ -391,6 +245,10 @@ def _write_into(run: Path, out: Path, inputs: list[str]) -> DedupResult:
                 continue
             for src, name in files:
                 outcome = FileOutcome(src, raw)
+                result.outcomes.append(outcome)
+                if _metadata_only(con, src):
+                    outcome.reason, outcome.left_out = METADATA_ONLY, True
+                    continue
                 dst = out / _output_name(name, used)
                 try:
                     copied = _write_one(con, src, dst, removed)
@@ -401,7 +259,6 @@ def _write_into(run: Path, out: Path, inputs: list[str]) -> DedupResult:
                     outcome.output = str(dst)
                     outcome.records_kept, outcome.records_removed = copied.kept, copied.removed
                     outcome.note = copied.note
-                result.outcomes.append(outcome)
     finally:
         con.close()
     return result
@@ -409,20 +266,35 @@ def _write_into(run: Path, out: Path, inputs: list[str]) -> DedupResult:
 
 def _write_one(
     con: duckdb.DuckDBPyConnection, src: str, dst: Path, removed: dict[str, set[int]]
-) -> _Copied:
+) -> Copied:
     """Write input file (or HTML folder) `src` to `dst` in its own format."""
     kind = detect_input_kind(src)
+    if kind == "unreadable":  # a FIFO, a dangling link: the scan gave it one row, as here
+        raise ValueError(entry_problem(src) or "unreadable entry")
     dst.parent.mkdir(parents=True, exist_ok=True)
     if kind in ("warc", "arc"):
         offsets = _record_offsets(con, src)
-        return _write_archive(Path(src), dst, kind, offsets, removed.get(src, set()))
+        return write_archive(Path(src), dst, kind, offsets, removed.get(src, set()))
     if kind == "jsonl":
-        return _write_jsonl(Path(src), dst, removed.get(src, set()))
+        return write_jsonl(Path(src), dst, removed.get(src, set()))
     if kind == "parquet":
-        return _write_parquet(Path(src), dst, removed.get(src, set()))
+        return write_parquet(Path(src), dst, removed.get(src, set()))
     if kind == "html_dir":
-        return _write_html_dir(Path(src), dst, set(removed))
+        return write_html_dir(Path(src), dst, set(removed))
     raise ValueError(f"cannot write a {kind} input")  # detect_input_kind knows no others
+
+
+def _metadata_only(con: duckdb.DuckDBPyConnection, src: str) -> bool:
+    """Whether every record of `src` is WAT metadata (or its warcinfo): a WAT file holds no
+    page, so dedup removes nothing from it, and a copy would be the input again. A WAT's
+    links still served the scan's link graph."""
+    wat, other = con.execute(
+        "SELECT count(*) FILTER (WHERE skipped_reason = $wat), "
+        "count(*) FILTER (WHERE coalesce(record_type, '') <> 'warcinfo' "
+        "AND skipped_reason IS DISTINCT FROM $wat) FROM pages WHERE source = $src",
+        {"wat": WAT_REASON, "src": src},
+    ).fetchone() or (0, 0)
+    return bool(wat) and not other
 
 
 def _reason(err: Exception, src: str) -> str:
