@@ -165,7 +165,8 @@ _PLURAL = {"response": "responses", "resource": "resources", "row": "rows"}
 # Per source that gave no page (and has no record skipped for the reason excluded): its
 # commonest kind of skip (the words before the first ": "), where records that are no page
 # candidate at all ("not a page: request record" and the like) count only when nothing else
-# was skipped; with that kind's count, record types, distinct details and one whole reason.
+# was skipped; with that kind's count, record types, distinct details (none, not NULL, for a
+# reason without any, such as "redirect (HTTP 3xx)") and one whole reason.
 _PAGELESS_SQL = """
 WITH reasons AS (
     SELECT source, record_type, skipped_reason AS reason,
@@ -178,7 +179,8 @@ WITH reasons AS (
     HAVING bool_and(reason IS NOT NULL) AND NOT bool_or(reason IS NOT DISTINCT FROM ?)
 ), kinds AS (
     SELECT source, kind, starts_with(kind, 'not a page') AS companion, count(*) AS n,
-        list(DISTINCT detail ORDER BY detail) FILTER (WHERE detail IS NOT NULL) AS details,
+        coalesce(list(DISTINCT detail ORDER BY detail) FILTER (WHERE detail IS NOT NULL), [])
+            AS details,
         list(DISTINCT record_type ORDER BY record_type) AS types, min(reason) AS reason
     FROM reasons JOIN pageless USING (source)
     GROUP BY source, kind
