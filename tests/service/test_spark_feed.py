@@ -14,25 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import shared_data
+from index_states import index_state as _state
 from run_groups import scan_groups
 from spark_session import spark  # noqa: F401 - the fixture
 
 from neardup.service import ServiceIndex
 from neardup.service.feed import add_files
-
-
-def _state(store: Path) -> dict[str, object]:
-    """Every URL's status with its group named by its members, not by its number (numbers
-    follow the batches, which differ between the engines), and the index's counts."""
-    with ServiceIndex(store, read_only=True) as ix:
-        out: dict[str, object] = {}
-        for url in sorted(ix.pages):
-            status = dict(ix.status(url) or {})
-            gid = status.pop("group_id")
-            status["group"] = None if gid is None else sorted(ix.groups.get(gid) or ())
-            out[url] = status
-        out["counts"] = ix.counts()
-        return out
 
 
 def _groups(store: Path) -> set[frozenset[str]]:

@@ -148,17 +148,27 @@ def add_files(
             from neardup.service.spark_feed import sketched_on_spark
 
             source = sketched_on_spark(
-                paths, mine, options.dims, batch, links, spark_master, spark_conf, skipped, inlinks
+                paths,
+                Path(store),
+                mine,
+                options.dims,
+                batch,
+                links,
+                spark_master,
+                spark_conf,
+                skipped,
+                inlinks,
             )
         else:
             source = _sketched(
                 page_batches(paths, mine, batch, links, skipped, inlinks), sketch, workers
             )
-        for prepared in source:
-            ahead.append(prepared)
-            if ix.done() or len(ahead) >= AHEAD_WHILE_OPENING:
-                apply(ahead)
-                ahead = []
+        with contextlib.closing(source):  # a failed apply stops it now (Spark's spool removed)
+            for prepared in source:
+                ahead.append(prepared)
+                if ix.done() or len(ahead) >= AHEAD_WHILE_OPENING:
+                    apply(ahead)
+                    ahead = []
         apply(ahead)
         if links:
             targets = list(inlinks)

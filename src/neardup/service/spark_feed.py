@@ -7,10 +7,13 @@ What is distributed is what costs the most per page and needs no index: reading 
 archives, HTML to text, the eligibility rule, the links, the sketches (`crawl_updates.page_batches`
 and `prepare.prepare_batch`, the embedded engine's own functions, so both engines admit and
 sketch a page alike). What a task sends back is a batch's sketches and URLs, not its text
-(about 0.6 KB a page against several). Then the saved index is searched on the executors
-for the keys each applied batch looks up in it (`saved_entries_on_spark`: the band keys,
-the classes' fingerprints and the page keys, each sorted, cut into ranges, a task a range,
-each reading only the part of each saved array its keys fall in), so the process that
+(about 0.75 KB a page pickled, against several), through piece files of bounded size in the index's
+folder, read back one record at a time (`spark_spool.py`), never as one value through
+Spark: a file of any size goes in with Spark's default memory. Then the saved index is
+searched on the executors for the keys each applied batch looks up in it
+(`saved_entries_on_spark`: the band keys, the classes' fingerprints and the page keys,
+each sorted, cut into ranges, a task a range, each reading only the part of each saved
+array its keys fall in), so the process that
 applies does not read those files, the parts of the index that grow with it and that a
 batch searches. Applying (the batch's candidates from those entries and the changes
 since the save, the touched components clustered again, winners, the new version
@@ -34,8 +37,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neardup.config import Settings
+from neardup.service import spark_spool
 from neardup.service.prepare import PreparedBatch, prepare_batch
 from neardup.service.saved_search import NODE_KEYS, Found, PairsToScore
+from neardup.service.spark_spool import read_pieces, spool_folder, write_pieces
 
 if TYPE_CHECKING:
     from neardup.service.index import ServiceIndex
@@ -61,6 +66,7 @@ EXECUTORS_FROM = 2_000
 
 def sketched_on_spark(
     paths: list[str],
+    store: Path,
     settings: Settings,
     dims: int,
     batch: int,
@@ -74,8 +80,10 @@ def sketched_on_spark(
     """The files' batches sketched by Spark's executors (a task a file, `batch` pages a
     batch), yielded in file order, a file's batches joined `most` at a time into one (one
     transaction each, not one a batch). The files go in waves of as many tasks as the
-    session runs at once (`SparkContext.runJob`: all cores busy, one wave's results held
-    here at a time; `toLocalIterator` runs one task after the other). Each file's skipped
+    session runs at once (`SparkContext.runJob`: all cores busy; `toLocalIterator` runs one
+    task after the other). A task writes its file's batches into pieces in a spool folder
+    of the index `store` and sends back their names; they are read here a record at a time
+    (`spark_spool.py`: a file of any size, with Spark's default memory). Each file's skipped
     records and in-links are added to `skipped` and `inlinks` once its batches are yielded."""
     from neardup.ingest.readers import expand_inputs
 
@@ -83,24 +91,35 @@ def sketched_on_spark(
         return
     files = [path for path, _ in expand_inputs(paths)]
     context = _context(master, conf)
-    tasks = context.parallelize(files, len(files))
-    work = partial(_sketch_files, settings=settings, dims=dims, batch=batch, links=links)
-    wave = max(1, int(context.defaultParallelism))
-    held: list[PreparedBatch] = []
-    for lo in range(0, len(files), wave):
-        for blob in _run(context, tasks, work, list(range(lo, min(lo + wave, len(files))))):
-            kind, *got = pickle.loads(blob)
-            if kind == "batch":
-                held.append(got[0])
-                if len(held) >= most:
-                    yield PreparedBatch.joined(held)
-                    held = []
-                continue
-            if held:
-                yield PreparedBatch.joined(held)
-                held = []
-            skipped.update(got[0])
-            inlinks.update(got[1])
+    with spool_folder(Path(store)) as spool:
+        tasks = context.parallelize(list(enumerate(files)), len(files))
+        work = partial(
+            _sketch_files,
+            settings=settings,
+            dims=dims,
+            batch=batch,
+            links=links,
+            spool=str(spool),
+            bound=spark_spool.PIECE_BYTES,
+        )
+        wave = max(1, int(context.defaultParallelism))
+        held: list[PreparedBatch] = []
+        for lo in range(0, len(files), wave):
+            done = _run(context, tasks, work, list(range(lo, min(lo + wave, len(files)))))
+            for folder, names in map(pickle.loads, done):
+                for kind, got in read_pieces(spool / folder, names):
+                    if kind == "batch":
+                        held.append(got)
+                        if len(held) >= most:
+                            yield PreparedBatch.joined(held)
+                            held = []
+                    elif kind == "links":
+                        inlinks.update(got)
+                    else:
+                        if held:
+                            yield PreparedBatch.joined(held)
+                            held = []
+                        skipped.update(got)
 
 
 def batch_entries_on_spark(
@@ -245,29 +264,58 @@ def _context(master: str | None, conf: dict[str, str] | None) -> Any:
 
 def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:
     """The results of the tasks `parts` (`SparkContext.runJob`); a failed job is one
-    `SparkJobError` line naming its cause (the executor's exception), as a scan's is."""
-    from neardup.pipeline.executors.spark.engine import SparkJobError, failure_cause
+    `SparkJobError` line naming its cause (the executor's exception; for a JVM out of
+    memory, whose heap and the setting that raises it), as a scan's is."""
+    from neardup.pipeline.executors.spark.engine import SparkJobError
+    from neardup.pipeline.executors.spark.failures import failure_line
     from neardup.pipeline.executors.spark.tasks import on_one_thread
 
     try:
         return list(context.runJob(tasks, on_one_thread(work), parts))
     except Exception as err:  # Py4J's error for a failed job: its text says why
-        raise SparkJobError(f"Spark stage add failed: {failure_cause(err)}") from err
+        raise SparkJobError(f"Spark stage add failed: {failure_line(err, context)}") from err
+
+
+# In-links a record at the most: a file's links can name millions of URLs.
+LINKS_A_RECORD = 100_000
 
 
 def _sketch_files(
-    paths: Iterable[str], settings: Settings, dims: int, batch: int, links: bool
+    tasks: Iterable[tuple[int, str]],
+    settings: Settings,
+    dims: int,
+    batch: int,
+    links: bool,
+    spool: str,
+    bound: int,
 ) -> Iterator[bytes]:
-    """On an executor: each file's batches, sketched and without their text, then the
-    file's skipped records and in-links, each pickled."""
+    """On an executor: each file's records written into pieces of about `bound` bytes in
+    a folder of this attempt's own in `spool` (its batches, sketched and without their
+    text; its in-links; its skipped records, last), and that folder's name and its pieces'
+    names sent back, pickled."""
+    import uuid
+
+    for i, path in tasks:
+        folder = f"file-{i:06d}-{uuid.uuid4().hex[:8]}"
+        records = _file_records(path, settings, dims, batch, links)
+        yield pickle.dumps((folder, write_pieces(records, Path(spool) / folder, bound)))
+
+
+def _file_records(
+    path: str, settings: Settings, dims: int, batch: int, links: bool
+) -> Iterator[tuple[str, Any]]:
+    """A file's records: its batches, its in-links `LINKS_A_RECORD` at a time, then its
+    skipped records."""
     from neardup.service.crawl_updates import page_batches
 
-    for path in paths:
-        skipped: Counter[str] = Counter()
-        inlinks: Counter[str] = Counter()
-        for updates in page_batches([path], settings, batch, links, skipped, inlinks):
-            yield pickle.dumps(("batch", _without_text(prepare_batch(updates, settings, dims))))
-        yield pickle.dumps(("file", skipped, inlinks))
+    skipped: Counter[str] = Counter()
+    inlinks: Counter[str] = Counter()
+    for updates in page_batches([path], settings, batch, links, skipped, inlinks):
+        yield "batch", _without_text(prepare_batch(updates, settings, dims))
+    targets = list(inlinks.items())
+    for lo in range(0, len(targets), LINKS_A_RECORD):
+        yield "links", Counter(dict(targets[lo : lo + LINKS_A_RECORD]))
+    yield "file", skipped
 
 
 def _without_text(prepared: PreparedBatch) -> PreparedBatch:

@@ -9,13 +9,13 @@ The pipeline's store build then only creates views over them (`neardup.store.run
 table, and no page text, passes through the driver.
 
 A Spark job that fails is reported as `SparkJobError`, one line that names the stage and
-the cause (the Python or Java exception's own message, not its traceback); the staging
+the cause (the Python or Java exception's own message, not its traceback; for a JVM out of
+memory, which heap and the setting that raises it: `spark/failures.py`); the staging
 folder is then removed by the output rule, so no half-written run is left.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from neardup.config import Settings, SettingsError
 from neardup.pipeline.executors.base import EngineUnavailableError, StageTimer
 from neardup.pipeline.executors.local import default_workers
+from neardup.pipeline.executors.spark.failures import failure_line
 from neardup.pipeline.executors.spark.jobs import SparkJobs, check_settings
 from neardup.pipeline.executors.spark.session import spark_session
 from neardup.pipeline.progress import Progress
@@ -33,37 +34,6 @@ from neardup.store.outputs import open_folder
 class SparkJobError(EngineUnavailableError):
     """A Spark job failed: the engine could not finish the scan. Its message is one line,
     `Spark stage STAGE failed: CAUSE`, which the command line prints as is."""
-
-
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.$]*(?:Error|Exception|Exit)\b.*)$")
-
-
-def failure_cause(err: BaseException) -> str:
-    """The one line that says why a Spark job failed.
-
-    A PySpark error carries the executor's whole report: a Python traceback (its cause is
-    the last `SomethingError: message` line) or a Java stack trace (its cause is the
-    deepest `Caused by:` line, else the first line of the exception)."""
-    text = str(err)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if "Traceback (most recent call last)" in text:
-        causes = [line for line in lines if _EXCEPTION_LINE.match(line) and ":" in line]
-        if causes:
-            return _short(causes[-1])
-    caused = [
-        line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")
-    ]
-    if caused:
-        return _short(caused[-1])
-    for line in lines:
-        if not line.startswith(("An error occurred while calling", "at ")):
-            return _short(line.removeprefix(": "))
-    return _short(type(err).__name__)
-
-
-def _short(line: str, limit: int = 400) -> str:
-    line = " ".join(line.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _local_folder(work: str | Path) -> Path:
@@ -128,5 +98,5 @@ class SparkEngine:
             raise
         except Exception as err:  # Py4J, PySpark's captured errors, the executors' Python
             raise SparkJobError(
-                f"Spark stage {run.current_stage} failed: {failure_cause(err)}"
+                f"Spark stage {run.current_stage} failed: {failure_line(err, spark.sparkContext)}"
             ) from err
