@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -318,3 +319,108 @@ def test_the_module_is_looked_for_in_neardups_one_cache_folder(monkeypatch, tmp_
 
     monkeypatch.setenv(cache_folder.CACHE_ENV, str(tmp_path / "c"))
     assert ahead.folders() == [ahead.HERE, tmp_path / "c" / "kernels"]
+
+
+@pytest.mark.parametrize("value", _values(), ids=lambda v: type(v).__name__)
+def test_a_kept_type_reads_back_as_numbas_type(value):
+    """The types kept with the source (`ahead_types.json`) are spelled as the manifest
+    spells them, and read back into the numba types the build compiles."""
+    import numba
+
+    from neardup.kernels.ahead_build import parse_key, type_key
+
+    ty = numba.typeof(value)
+    key = type_key(ty)
+    if key is not None:
+        assert parse_key(key) == ty
+        assert type_key(parse_key(key)) == key
+
+
+def test_the_kept_types_name_this_sources_kernels(built):
+    """Every kept export is a kernel of this source at types it reads back as; the module
+    set-up built from them holds each (a kept type that no longer compiles makes the build
+    probe, and says so)."""
+    from neardup.kernels.ahead_build import TYPES, kept_exports, type_key
+
+    exports = kept_exports(TYPES)
+    assert exports
+    _, manifest = built
+    in_module = {(e["kernel"], e["key"]) for e in manifest["exports"]}
+    for kernel, sig in exports:
+        assert (kernel.name, ",".join(type_key(t) or "?" for t in sig.args)) in in_module
+
+
+_PROGRESS = """
+import sys, time
+from neardup.cli import kernels
+from neardup.kernels import ahead_build
+
+def step(name):
+    def run(work):
+        print(f"running {name}", file=sys.stderr, flush=True)
+    return (name, run)
+
+kernels.probe_steps = lambda: [step("first"), step("second")]
+ahead_build.TYPES = ahead_build.Path(sys.argv[2])
+def compile_exports(folder, work, exports, say, progress):
+    progress.stage("compiling the exports", total=1)
+    progress.note("one")
+    progress.advance(1)
+    progress.done()
+    return 0
+ahead_build.compile_exports = compile_exports
+sys.argv = ["neardup", "precompile", sys.argv[1], "--probe", *sys.argv[3:]]
+import neardup.cli.main as m
+m.main()
+"""
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_precompile_prints_a_line_as_each_probe_step_begins(tmp_path, quiet):
+    """On a pipe (a log, CI) `neardup precompile` says which step it is on while it runs,
+    not only at the end; `-q` says nothing."""
+    args = [str(tmp_path / "out"), str(tmp_path / "types.json"), *(["-q"] if quiet else [])]
+    done = _python(_PROGRESS, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [
+        re.sub(r" \(\d+ s\)$", "", ln)  # the seconds the stage has taken
+        for ln in done.stderr.splitlines()
+        if "import time:" not in ln
+    ]
+    if quiet:
+        assert lines == ["running first", "running second"]
+        return
+    assert lines[:4] == [
+        "probing the kernels' types: 1/2 first",
+        "running first",
+        "probing the kernels' types: 2/2 second",
+        "running second",
+    ]
+    assert lines[4].startswith("probed the kernels' types in ")
+    assert lines[5] == "compiling the exports: 1/1 one"
+    assert (tmp_path / "types.json").read_text().startswith('{"exports": [')
+
+
+def test_the_demo_shows_its_results_without_waiting_for_a_probe():
+    """`scripts/demo.sh` installs without the compile, compiles beside the crawl's
+    generation (which runs no kernel), and scans after both; `scripts/test.sh` keeps the
+    compile in the set-up, before the tests that check the module is current."""
+    root = Path(__file__).resolve().parents[2]
+    demo = (root / "scripts" / "demo.sh").read_text().splitlines()
+    at = {
+        key: next(i for i, ln in enumerate(demo) if key in ln and not ln.startswith("#"))
+        for key in ("setup.sh", "demo-crawl", "neardup precompile", "wait", "neardup scan")
+    }
+    assert "--no-precompile" in demo[at["setup.sh"]]
+    assert demo[at["demo-crawl"]].rstrip().endswith("&")
+    assert (
+        at["setup.sh"]
+        < at["demo-crawl"]
+        < at["neardup precompile"]
+        < at["wait"]
+        < at["neardup scan"]
+    )
+    test_sh = (root / "scripts" / "test.sh").read_text()
+    assert "bash scripts/setup.sh\n" in test_sh
+    setup = (root / "scripts" / "setup.sh").read_text()
+    assert "neardup precompile --if-stale" in setup

@@ -10,40 +10,125 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from neardup.cli.output import console, fail, out_console
 
+if TYPE_CHECKING:  # the command's own modules load only when it runs (`main.py`)
+    from neardup.cli.progress import RichProgress
+    from neardup.kernels.ahead_build import ProbeStep, Progress
 
-def probe(work: Path) -> None:
+
+def probe_steps() -> list[ProbeStep]:
     """What small commands run, in this process (one worker), so that the build learns the
     types they call the kernels with: a generated crawl's WARCs scanned (request-first
     records, revisits, redirects), the run's reports and deduplicated copy, one JSONL record
-    scanned, and an index built from the record with a WARC added."""
+    scanned, and an index built from the record with a WARC added. One step a command, each
+    named, so the display says which the probe is on."""
     from neardup.cli.main import build_app
 
     app = build_app()
 
     def run(*args: str) -> None:
-        app(list(args), standalone_mode=False)
+        with contextlib.redirect_stdout(io.StringIO()):  # the commands' own reports
+            app(list(args), standalone_mode=False)
 
-    crawl, one = work / "crawl", work / "one.jsonl"
-    one.write_text(
-        '{"url": "https://example.org/a", "text": "one page of text, with words enough '
-        'to make a few shingles of it and a signature"}\n'
-    )
-    with contextlib.redirect_stdout(io.StringIO()):  # the commands' own reports
-        run("demo-crawl", str(crawl), "--pages", "12")
-        warcs = sorted(str(p) for p in (crawl / "warc").glob("*.warc.gz"))
-        run("scan", *warcs, "--out", str(work / "run"), "--workers", "1", "-q")
-        for command in ("clusters", "mirrors", "collections"):
-            run(command, str(work / "run"), "--json")
-        run("dedup", "--run", str(work / "run"), "--out", str(work / "clean"), "-q")
-        run("scan", str(one), "--out", str(work / "one"), "--workers", "1", "-q")
-        run("add", str(work / "index"), str(one), "--json")
-        run("add", str(work / "index"), warcs[0], "--json")
+    def warcs(work: Path) -> list[str]:
+        return sorted(str(p) for p in (work / "crawl" / "warc").glob("*.warc.gz"))
+
+    def one(work: Path) -> str:
+        record = work / "one.jsonl"
+        record.write_text(
+            '{"url": "https://example.org/a", "text": "one page of text, with words enough '
+            'to make a few shingles of it and a signature"}\n'
+        )
+        return str(record)
+
+    def report(command: str) -> ProbeStep:
+        return (command, lambda w: run(command, str(w / "run"), "--json"))
+
+    return [
+        ("demo-crawl", lambda w: run("demo-crawl", str(w / "crawl"), "--pages", "12")),
+        ("scan of its WARCs", lambda w: run("scan", *warcs(w), "--out", str(w / "run"), *_ONE)),
+        report("clusters"),
+        report("mirrors"),
+        report("collections"),
+        ("dedup", lambda w: run("dedup", "--run", str(w / "run"), "--out", str(w / "clean"), "-q")),
+        ("scan of a JSONL record", lambda w: run("scan", one(w), "--out", str(w / "one"), *_ONE)),
+        ("add of the record", lambda w: run("add", str(w / "index"), one(w), "--json")),
+        ("add of a WARC", lambda w: run("add", str(w / "index"), warcs(w)[0], "--json")),
+    ]
+
+
+_ONE = ("--workers", "1", "-q")
+
+
+class _Lines:
+    """Progress as plain lines on stderr, for a log or a pipe (CI, `scripts/setup.sh`
+    through `tee`): a line as each step begins, with its count and the seconds so far, so
+    a slow step is seen while it runs, not only at the end."""
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.total: int | None = None
+        self.steps = 0
+        self.started = time.perf_counter()
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.name, self.total, self.steps = name, total, 0
+        self.started = time.perf_counter()
+
+    def note(self, what: str) -> None:
+        of = f"/{self.total}" if self.total is not None else ""
+        seconds = time.perf_counter() - self.started
+        line = f"{self.name}: {self.steps + 1}{of} {what} ({seconds:.0f} s)"
+        console.print(line, highlight=False, soft_wrap=True)
+
+    def advance(self, units: int) -> None:
+        self.steps += units
+
+    def done(self) -> None:
+        pass
+
+
+class _Bar:
+    """Progress as a Rich bar a stage (`cli/progress.py`), its text naming the step."""
+
+    def __init__(self, bar: RichProgress) -> None:
+        self.bar = bar
+        self.name = ""
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.name = name
+        self.bar.stage(name, total)
+
+    def note(self, what: str) -> None:
+        if self.bar.task is not None:
+            self.bar.bar.update(self.bar.task, description=f"{self.name}: {what}")
+
+    def advance(self, units: int) -> None:
+        self.bar.advance(units)
+
+    def done(self) -> None:
+        if self.bar.task is not None:
+            self.bar.bar.update(self.bar.task, description=self.name)
+        self.bar.done()
+
+
+class _Silent:
+    def stage(self, name: str, total: int | None = None) -> None:
+        pass
+
+    def note(self, what: str) -> None:
+        pass
+
+    def advance(self, units: int) -> None:
+        pass
+
+    def done(self) -> None:
+        pass
 
 
 def precompile_command(
@@ -61,18 +146,38 @@ def precompile_command(
             "--if-stale", help="do nothing where a module compiled from this source is in place"
         ),
     ] = False,
+    probe_again: Annotated[
+        bool,
+        typer.Option(
+            "--probe",
+            help="learn the types by running small commands, and keep them in "
+            "kernels/ahead_types.json (after a change of what a kernel is called with)",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="no progress (a bar, or lines on a pipe)")
+    ] = False,
 ) -> None:
     """Compile neardup's kernels ahead of time, so that small commands start no JIT.
 
     Every hot loop of neardup is a numba kernel, and starting numba costs each process
-    0.5-0.8 CPU-s. This runs small commands once (a scan, its reports, an add) to learn the
-    types they call the kernels with, and compiles those into a module that a command loads
-    instead, until its first large call (scripts/setup.sh runs it; about a minute). After an
+    0.5-0.8 CPU-s. This compiles each kernel at the types small commands (a scan, its
+    reports, an add) call it with into a module that a command loads instead, until its
+    first large call (about 40 s on 2 cores; scripts/setup.sh runs it). The types are kept
+    with the source (kernels/ahead_types.json); --probe learns them again by running those
+    commands on the JIT, as a build does where the kept ones no longer compile. After an
     edit of a kernel, or another Python or numpy, the module is not used until this runs
     again; the results are the same either way."""
+    from neardup.cli.progress import RichProgress, show_progress
     from neardup.kernels import ahead
-    from neardup.kernels.ahead_build import build
+    from neardup.kernels.ahead_build import (
+        TYPES,
+        build,
+        compile_exports,
+        probed_exports,
+        write_types,
+    )
 
     started = time.perf_counter()
     if if_stale and ahead.loaded():
@@ -81,10 +186,23 @@ def precompile_command(
         return
     if folder is None:
         folder = ahead.build_folder()
-    say = (lambda line: None) if json_out else (lambda line: console.print(line, highlight=False))
+    say = (
+        (lambda line: None)
+        if json_out or quiet
+        else (lambda line: console.print(line, highlight=False))
+    )
     try:
-        with tempfile.TemporaryDirectory(prefix="neardup-kernels-") as work:
-            count = build(folder, Path(work), probe, say)
+        with (
+            tempfile.TemporaryDirectory(prefix="neardup-kernels-") as work,
+            RichProgress(enabled=show_progress(quiet)) as bar,
+        ):
+            shown: Progress = _Bar(bar) if bar.shown else _Silent() if quiet else _Lines()
+            if probe_again:
+                exports = probed_exports(probe_steps(), say, shown)
+                write_types(TYPES, exports)
+                count = compile_exports(folder, Path(work), exports, say, shown)
+            else:
+                count = build(folder, Path(work), probe_steps(), say, shown)
     except Exception as err:
         fail(f"the kernels could not be compiled ahead of time ({type(err).__name__}: {err})")
     seconds = round(time.perf_counter() - started, 1)

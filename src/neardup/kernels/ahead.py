@@ -95,11 +95,17 @@ def host_cpu() -> str:
         return f"{platform.machine()} {platform.processor()}"
 
 
+# The files that load and build the module: nothing of them is compiled into it, so an edit
+# of them leaves every module built before in use.
+_NOT_COMPILED = frozenset({"ahead.py", "ahead_build.py"})
+
+
 def kernel_sources(defined_in: Iterable[str]) -> list[str]:
     """The files a module compiled ahead depends on: every file of the kernels package (its
-    constants are compiled in) and the files that define kernels elsewhere."""
+    constants are compiled in) but the loader and the builder, and the files that define
+    kernels elsewhere."""
     root = package_root()
-    own = [p.relative_to(root).as_posix() for p in HERE.glob("*.py")]
+    own = [p.relative_to(root).as_posix() for p in HERE.glob("*.py") if p.name not in _NOT_COMPILED]
     return sorted({*own, *defined_in})
 
 
