@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from crawl_texts import near_copies
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.service.layout import GROUP_SCHEMA
@@ -132,3 +132,55 @@ def test_winners_equal_a_dict(fold, opened, seq):
                 got.settle()
             for g in range(13):
                 assert got.get(g) == want.get(g)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.integers(-1, 5), min_size=len(URLS), max_size=len(URLS)),
+    st.lists(st.integers(-1, 6), min_size=len(URLS) + 4, max_size=len(URLS) + 4),
+    st.sets(st.integers(0, len(URLS) + 3)),
+    st.booleans(),
+)
+def test_moves_on_opening_are_the_moves_a_page_at_a_time(saved, now, rows, touched):
+    """The pages written since a save put into its groups at once (`move`, as an opening
+    does) make the groups that moving each page out of its old group and into its new one
+    makes (`_move_each`, which a changed overlay still takes): pages that left a group, that
+    joined one, new pages (slots past the saved ones), groups left empty. With `touched`, a
+    batch changed a group before (an overlay): the same."""
+    import numpy as np
+
+    pages = PageTable(4, 1)
+    for url, gid in zip(URLS, saved, strict=True):
+        pages.add(url).group_id = None if gid < 0 else gid
+    for i in range(len(URLS), len(now)):  # pages added since the save
+        pages.add(f"http://new/{i}")
+    arrays = GroupMembers(pages)
+    opened = {
+        "group_gid": arrays._gid,
+        "group_slot": arrays._slot,
+        "group_ids": arrays._ids,
+        "group_sizes": arrays._sizes,
+    }
+    slots = np.array(sorted(rows), np.int64)
+    before = np.array([saved[s] if s < len(URLS) else -1 for s in slots.tolist()], np.int64)
+    for s in slots.tolist():  # the rows written since: the page table's groups now
+        pages.group[s] = now[s]
+    at_once, each = GroupMembers(pages, opened), GroupMembers(pages, opened)
+    if touched:
+        for g in (at_once, each):
+            g.add(5, URLS[0])
+    at_once.move(slots, before)
+    changed = before != pages.group[slots]
+    each._move_each(slots[changed], before[changed], pages.group[slots][changed])
+    at_once.settle()
+    each.settle()
+    want = {g: set(m) for g, m in each.items()}
+    assert {g: set(m) for g, m in at_once.items()} == want
+    for g in range(-1, 8):
+        assert set(at_once.members(g)) == set(each.members(g))
+        assert at_once.size(g) == each.size(g)
+    assert len(at_once) == len(each)
+    if not touched:  # and the groups are the page table's
+        col = pages.group[: pages.n].tolist()
+        by_table = {g: {pages.url_at(s) for s, c in enumerate(col) if c == g} for g in set(col)}
+        assert want == {g: m for g, m in by_table.items() if g >= 0}

@@ -127,7 +127,15 @@ def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
                 value = rnd.randrange(2**32)
                 rows[slot] = value
                 plain[slot] = value
+            # Many distinct slots written at once (`put`, as an opening writes the rows
+            # since a save), across the opened rows and the blocks added since.
+            many = rnd.sample(range(rows.rows), rnd.randrange(min(rows.rows, 60) + 1))
+            many = np.array(many, np.int64)
+            values = np.array([rnd.randrange(2**32) for _ in range(many.size * 3)], np.uint32)
+            rows.put(many, values.reshape(-1, 3))
+            plain[many] = values.reshape(-1, 3)
             assert rows.shape == plain.shape
+            assert np.array_equal(rows[np.arange(rows.rows)], plain)
             picks = [rnd.randrange(rows.rows) for _ in range(rnd.randrange(0, 50))]
             assert np.array_equal(rows[picks], plain[picks])
             assert np.array_equal(rows[np.array(picks, np.int64)], plain[picks])
@@ -167,6 +175,7 @@ def test_page_rows_in_any_order_open_as_in_slot_order(n, added, rnd):
     for t in tables:
         assert [t.url_at(s) for s in range(n + added)] == want
         assert list(t) == want
+        assert t.urls_at(picks) == [want[s] for s in picks.tolist()]  # before a fold
         assert t.url_array(picks).to_pylist() == [want[s] for s in picks.tolist()]
         assert [t.slot(u) for u in want] == list(range(n + added))
         assert [t[u].group_id for u in urls] == list(range(n))

@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from neardup.kernels.sorting import sorted_distinct
 from neardup.service.layout import RowBlocks, mapped_strings, string_blocks
 from neardup.service.pages import PageTable, one_array
 
@@ -73,16 +74,54 @@ class GroupMembers:
 
     def move(self, slots: np.ndarray, before: np.ndarray) -> None:
         """Pages whose group changed since the arrays were saved (`PageTable.apply_rows`:
-        `before`, -1 for none) out of the old group and into the page table's."""
+        `before`, -1 for none) out of the old group and into the page table's.
+
+        On opening (no overlay yet) the groups these pages left or joined are made at once,
+        from their saved runs and the moves, in arrays: a page at a time (a search and a
+        set per group) took 0.9 s of opening a million-page index 30,000 rows behind its
+        save, as a `neardup add` of it leaves it."""
         now = self._pages.group[slots]
-        for slot, old, new in zip(slots.tolist(), before.tolist(), now.tolist(), strict=True):
-            if old == new:
-                continue
+        moved = before != now
+        if self._over:  # groups changed by batches since: each page moved by itself
+            self._move_each(slots[moved], before[moved], now[moved])
+            return
+        if not moved.any():
+            return
+        slot, old, new = slots[moved], before[moved], now[moved]
+        gids = sorted_distinct(np.concatenate([old[old >= 0], new[new >= 0]]))
+        # Each touched group's saved pages, (group, slot), but the pages that left it ...
+        lo = np.searchsorted(self._gid, gids, "left")
+        sizes = np.searchsorted(self._gid, gids, "right") - lo
+        at = np.arange(int(sizes.sum()), dtype=np.int64)
+        at += np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+        kept_slot, kept_gid = np.asarray(self._slot[at], np.int64), np.repeat(gids, sizes)
+        by_slot = np.argsort(slot, kind="stable")
+        left_slot, left_gid = slot[by_slot], old[by_slot]
+        i = np.minimum(np.searchsorted(left_slot, kept_slot), max(left_slot.size - 1, 0))
+        left = (left_slot[i] == kept_slot) & (left_gid[i] == kept_gid)
+        # ... and the pages that joined it.
+        joined = new >= 0
+        gid = np.concatenate([kept_gid[~left], new[joined]])
+        member = np.concatenate([kept_slot[~left], slot[joined]])
+        order = np.lexsort((member, gid))
+        gid, member = gid[order], member[order]
+        if gid.size:  # a page once (a set's rule)
+            first = np.ones(gid.size, bool)
+            first[1:] = (gid[1:] != gid[:-1]) | (member[1:] != member[:-1])
+            gid, member = gid[first], member[first]
+        urls = self._pages.urls_at(member)
+        ends = np.searchsorted(gid, gids, "right").tolist()
+        starts = np.searchsorted(gid, gids, "left").tolist()
+        for g, a, b in zip(gids.tolist(), starts, ends, strict=True):
+            self._over[g] = tuple(urls[a:b])  # () : the group lost its last page
+
+    def _move_each(self, slots: np.ndarray, old: np.ndarray, new: np.ndarray) -> None:
+        for slot, was, now in zip(slots.tolist(), old.tolist(), new.tolist(), strict=True):
             url = self._pages.url_at(slot)
-            if old >= 0:
-                self.discard(old, url)
-            if new >= 0:
-                self.add(new, url)
+            if was >= 0:
+                self.discard(was, url)
+            if now >= 0:
+                self.add(now, url)
 
     def _build(self) -> None:
         """The arrays made from the page table's `group` column, the overlay emptied."""

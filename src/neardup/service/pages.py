@@ -262,26 +262,29 @@ class PageTable:
         known = slots < self.n
         before[known] = self.group[slots[known]]
         picked = rows.take(pa.array(order))
-        urls = picked.column("url").to_pylist()
-        if new.size:
+        if new.size:  # the new pages' URLs alone become Python strings (they are last)
+            urls = picked.column("url").slice(slots.size - new.size).to_pylist()
             self._grow(self.n + new.size)
-            for slot, url in zip(new.tolist(), urls[-new.size :], strict=True):
-                self._urls_new.append(url)
-                self._added[url] = slot
+            self._urls_new.extend(urls)
+            self._added.update(zip(urls, new.tolist(), strict=True))
             self.n += int(new.size)
         for name, value in _row_columns(picked).items():
             getattr(self, name)[slots] = value
         m_sigs, m_lens = np.asarray(sigs)[order], np.asarray(lens)[order]
         lens_fit = m_lens.shape[1:] == (self.dims,)
-        targets = picked.column("redirect_to").to_pylist()
         self.sig_changed[slots] = True
-        for i, (slot, target) in enumerate(zip(slots.tolist(), targets, strict=True)):
-            self.sigs[slot] = m_sigs[i]
-            self.lens[slot] = m_lens[i] if lens_fit else 0
-            if target:
-                self.redirect[slot] = target
-            else:
-                self.redirect.pop(slot, None)
+        # The rows written at once, not a slot at a time (0.3 s of opening an index 30,000
+        # rows behind its save); the redirects by their few rows.
+        self.sigs.put(slots, m_sigs)
+        self.lens.put(slots, m_lens if lens_fit else np.zeros((slots.size, self.dims), np.int32))
+        targets = picked.column("redirect_to")
+        given = np.flatnonzero(targets.is_valid().to_numpy(zero_copy_only=False))
+        chosen = dict(zip(slots[given].tolist(), targets.take(given).to_pylist(), strict=True))
+        if self.redirect:  # the rows that no longer redirect
+            for slot in slots.tolist():
+                if not chosen.get(slot):
+                    self.redirect.pop(slot, None)
+        self.redirect.update((slot, target) for slot, target in chosen.items() if target)
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return before[inverse]
@@ -323,6 +326,23 @@ class PageTable:
             return slots
         opened = slots < by_row.size
         return np.where(opened, by_row[np.where(opened, slots, 0)], slots)
+
+    def urls_at(self, slots: np.ndarray) -> list[str]:
+        """The URLs of many slots at once, in their order (none of them remembered, as
+        `url_at` remembers one)."""
+        if not slots.size:
+            return []
+        nb = len(self._urls_base)
+        base = slots < nb
+        got = self._urls_base.take(pa.array(self._rows_of(slots[base]))).to_pylist()
+        if base.all():
+            return got
+        out: list[str] = [""] * slots.size
+        for i, url in zip(np.flatnonzero(base).tolist(), got, strict=True):
+            out[i] = url
+        for i, slot in zip(np.flatnonzero(~base).tolist(), slots[~base].tolist(), strict=True):
+            out[i] = self._urls_new[slot - nb]
+        return out
 
     def url_at(self, slot: int) -> str:
         """The URL of a slot, remembered with it (`_seen`): a batch reads the URLs of its
@@ -567,6 +587,22 @@ class SlotRows:
         if idx.min() < 0 or idx.max() >= self.rows:
             raise IndexError(f"slots outside 0 .. {self.rows - 1}")
         return gather_rows(self.blocks, np.array(self.starts, np.int64), self._row_of(idx))
+
+    def put(self, slots: np.ndarray, values: np.ndarray) -> None:
+        """Write the rows of many slots (distinct, in range) at once: a block's rows in
+        one assignment."""
+        idx = np.asarray(slots, np.int64).reshape(-1)
+        if not idx.size:
+            return
+        if idx.min() < 0 or idx.max() >= self.rows:
+            raise IndexError(f"slots outside 0 .. {self.rows - 1}")
+        rows = self._row_of(idx.copy())
+        starts = np.array(self.starts, np.int64)
+        block = np.searchsorted(starts, rows, "right") - 1
+        values = np.asarray(values)
+        for b in sorted_distinct(block).tolist():
+            here = block == b
+            self.blocks[b][rows[here] - starts[b]] = values[here]
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
         if len(self.blocks) == 1 and self._where is None and slot >= 0:
