@@ -1,23 +1,36 @@
-"""A 1 % increment from the command line against a re-scan, on either engine (issues 26, 27).
+"""A 1 % increment from the command line against a re-scan, on either engine (issues 26, 27, 50).
 
 On the web-like corpus of `bench/service_scale.py` (`web-N.jsonl`, made once), as a user
-would: the index of all pages but the last 1 % is built once by `neardup add` (kept under
-bench/out/increment/nN/base); then, `--runs` times, a hard-linked copy of it (segments and
-graph files are never changed in place, the manifest is replaced by a rename, so each run
-starts from the same index) and `neardup add COPY PART...` of the last 1 %, split into
-`--split` files (Spark runs a task a file), timed as the plain command (wall and the
-command's CPU). Then the re-scan of all N pages in 8 shards on the same engine, and the
-index after the increment against it (REP, RER: same-group pairs only one side has).
+would: the index of all pages but the last 1 % is built by `neardup add` (kept under
+bench/out/increment/nN/base, with the commit that built it, and used as that add left it:
+behind its last save by the rows written since, which each opening puts in place); then,
+`--runs` times, a hard-linked copy of it (segments and graph files are never changed in
+place, the manifest is replaced by a rename, so each run starts from the same index), the
+opening alone in a fresh interpreter (`neardup.open_index(COPY, read_only=True)`, imports
+included) and `neardup add COPY PART...` of the last 1 %, in `--split` files (one, as the
+issue's user gives it; Spark runs a task a file), each timed as the plain command (wall and
+the command's CPU). Then the re-scan of all N pages, the one corpus file by default (as the
+user scans it; `--shards` splits it), on the same engine, and the index after the increment
+against it (REP, RER: same-group pairs only one side has). The ratio is the re-scan's wall
+time over the increments' median wall time (`rescan_over_median`), the CPU ratio beside it.
 
     .venv/bin/python bench/index_increment.py --pages 1000000 --runs 7
-    .venv/bin/python bench/index_increment.py --pages 1000000 --engine spark --master 'local[2]'
     .venv/bin/python bench/index_increment.py --pages 1000000 --engine spark \
-        --master spark://127.0.0.1:7077 --spark-conf spark.executor.memory=3g
+        --master 'local[2]' --split 2
+    .venv/bin/python bench/index_increment.py --pages 1000000 --engine spark \
+        --master spark://127.0.0.1:7077 --spark-conf spark.executor.memory=3g --split 2
 
 (the last on a standalone master with two one-core workers, `bench/standalone_cluster.sh`).
 With `--behind N`, the increments go into a copy of the base to which N of its pages were
 first sent again, rewritten, by the code measured (its last save that far behind: what a
 writer leaves to the next opening, replayed or not, is in the runs).
+
+Until issue 50 the base was made once and kept whatever code came after, and an index saved
+by an older neardup was saved again before the runs: the increments went into an index with
+nothing written since its save, the best case, where the add of 99 % leaves tens of
+thousands of rows after its last save (30,000 at a million pages) for every opening to put
+in place. The base is now rebuilt when another commit built it (`--keep-base` keeps it), and
+its rows since the save are in the results (`base_rows_since_save`).
 
 Take it on a quiet machine: the load average before each step is in the results
 (bench/out/increment/results.json, one row a run, appended) and the table printed.
@@ -84,6 +97,23 @@ def timed(cmd: list[str], log: Path) -> dict[str, float]:
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "load_before": round(load, 2)}
 
 
+OPEN = "import sys, neardup; neardup.open_index(sys.argv[1], read_only=True)"
+
+
+def commit() -> str:
+    """The commit of the code measured (with `+` when the working tree differs from it)."""
+    git = ["git", "-C", str(BENCH.parent)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", "src"], check=False)
+    return head.stdout.strip() + ("+" if dirty.returncode else "")
+
+
+def rows_since_save(store: Path) -> int:
+    """The page rows an opening of `store` puts in place after its save (its segments')."""
+    manifest = json.loads((store / "manifest.json").read_text())
+    return int(sum(manifest.get("rows", [])))
+
+
 def engine_args(engine: str, master: str | None, conf: list[str]) -> list[str]:
     if engine == "embedded":
         return []
@@ -99,7 +129,15 @@ def main() -> None:
     parser.add_argument("--master", help="Spark master (default local[2])")
     parser.add_argument("--spark-conf", action="append", default=[], help="KEY=VALUE")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--split", type=int, default=2, help="files of the increment")
+    parser.add_argument("--split", type=int, default=1, help="files of the increment")
+    parser.add_argument(
+        "--shards", type=int, default=1, help="files the re-scan reads (1: the corpus file)"
+    )
+    parser.add_argument(
+        "--keep-base",
+        action="store_true",
+        help="use the base index even where another commit built it",
+    )
     parser.add_argument("--no-rescan", action="store_true", help="the increments only")
     parser.add_argument(
         "--behind",
@@ -117,17 +155,17 @@ def main() -> None:
     log = folder / "commands.log"
     keep = args.pages - round(args.pages * args.share)
     base = folder / "base"
-    if not (base / "manifest.json").exists():  # the index of all but the increment, once
+    info = folder / "base-info.json"
+    built = json.loads(info.read_text()) if info.exists() else {}
+    if built.get("commit") != commit() and not args.keep_base:
+        shutil.rmtree(base, ignore_errors=True)  # another code's index is no user's
+    if not (base / "manifest.json").exists():  # the index of all but the increment
         shutil.rmtree(base, ignore_errors=True)
         first = split_lines(pages, folder / "base-input", 0, 1, last=keep)[0]
         print("building the base index ...", file=sys.stderr)
-        timed([str(NEARDUP), "add", str(base), str(first), "--json"], log)
+        built = {"commit": commit(), **timed([str(NEARDUP), "add", str(base), str(first)], log)}
+        info.write_text(json.dumps(built) + "\n", encoding="utf-8")
         first.unlink()
-    saved = json.loads((base / "manifest.json").read_text()).get("graph") or {}
-    if "pages" not in saved:  # saved by an older neardup: its first writer saves it again
-        code = "import sys; from neardup.service import ServiceIndex; "
-        code += "ServiceIndex(sys.argv[1]).close()"
-        subprocess.run([str(NEARDUP.parent / "python"), "-c", code, str(base)], check=True)
     if args.behind:  # made again each time: what is left behind depends on the code
         mix = folder / f"behind-{args.behind}.jsonl"
         maker = Path(__file__).resolve().parent / "rewrite_increment.py"
@@ -142,13 +180,15 @@ def main() -> None:
     extra = engine_args(args.engine, args.master, args.spark_conf)
     runs = []
     copy = folder / "copy"
+    python = str(NEARDUP.parent / "python")
     for _ in range(args.runs):
         shutil.rmtree(copy, ignore_errors=True)
         subprocess.run(["cp", "-al", str(base), str(copy)], check=True)
         os.sync()
         time.sleep(1)
+        opened = timed([python, "-c", OPEN, str(copy)], log)
         cmd = [str(NEARDUP), "add", str(copy), *map(str, parts), "--json", *extra]
-        runs.append(timed(cmd, log))
+        runs.append({**timed(cmd, log), "open": opened})
         print(json.dumps(runs[-1]), file=sys.stderr)
     walls = [r["wall_s"] for r in runs]
     result: dict[str, object] = {
@@ -158,18 +198,28 @@ def main() -> None:
         "master": args.master if args.engine == "spark" else None,
         "runs": runs,
         "median_s": statistics.median(walls),
+        "median_cpu_s": statistics.median(r["cpu_s"] for r in runs),
+        "open_median_s": statistics.median(r["open"]["wall_s"] for r in runs),
         "behind": args.behind,
+        "split": args.split,
+        "commit": commit(),
+        "base_commit": built.get("commit"),
+        "base_rows_since_save": rows_since_save(base),
     }
     if not args.no_rescan:
-        shards = split_lines(pages, folder / "shards", 0, 8)
+        shards = [pages]
+        if args.shards > 1:
+            shards = split_lines(pages, folder / "shards", 0, args.shards)
         rescan = folder / f"rescan-{args.engine}"
         shutil.rmtree(rescan, ignore_errors=True)
         os.sync()
         time.sleep(5)
         cmd = [str(NEARDUP), "scan", *map(str, shards), "--out", str(rescan), "--json", *extra]
         again = timed(cmd, log)
-        result["rescan"] = again
+        result["rescan"] = {**again, "shards": args.shards}
         result["rescan_over_median"] = round(again["wall_s"] / statistics.median(walls), 1)
+        cpu = statistics.median(r["cpu_s"] for r in runs)
+        result["rescan_cpu_over_median_cpu"] = round(again["cpu_s"] / cpu, 1)
         result["parity"] = parity(copy, rescan)
     results_file = OUT / "results.json"
     rows = json.loads(results_file.read_text()) if results_file.exists() else []
