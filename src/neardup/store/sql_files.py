@@ -8,6 +8,7 @@ to open them from an installed package, a wheel or a source checkout.
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # importlib.resources.abc is new in Python 3.11
@@ -25,3 +26,8 @@ def sql_folder(folder: str) -> Traversable:
 def package_sql(folder: str, name: str) -> str:
     """The text of the SQL file `neardup/<folder>/<name>`."""
     return sql_folder(folder).joinpath(name).read_text(encoding="utf-8")
+
+
+def sql_path(path: Path) -> str:
+    """An absolute path as the body of a DuckDB string literal (single quotes doubled)."""
+    return path.resolve().as_posix().replace("'", "''")

@@ -18,8 +18,6 @@ same size. zstd stays for the text (lz4 wrote the million 16 % faster, a 47 % la
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -41,6 +39,7 @@ from neardup.kernels import SketchBatch, sketch_arrow
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.steps.features import FEATURE_METHODS
 from neardup.pipeline.steps.sketch import SketchResult, SketchSink, sketches_in_ingest
+from neardup.store.writer_thread import WriterThread
 
 PAGES_RAW_SCHEMA = pa.schema(
     [
@@ -314,44 +313,6 @@ class _Tally:
         self.count += n
 
 
-class _WriterThread:
-    """Runs the Parquet writes in a thread of their own, in the order they are given.
-
-    Compression (zstd over every page's text) is the largest single cost of ingesting a
-    table, and pyarrow runs it without the GIL: in this thread it overlaps the reading, the
-    workers' results and, with one worker, the extraction itself, on another core. At most
-    `depth` writes wait, so memory stays bounded; a failed write is raised to the caller at
-    its next `submit` or at `close`."""
-
-    def __init__(self, depth: int = 4) -> None:
-        self.jobs: queue.Queue[tuple[Callable[..., object], tuple[object, ...]] | None] = (
-            queue.Queue(maxsize=depth)
-        )
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="neardup-ingest-writer", daemon=True)
-        self.thread.start()
-
-    def submit(self, fn: Callable[..., object], *args: object) -> None:
-        if self.error is not None:
-            raise self.error
-        self.jobs.put((fn, args))
-
-    def _run(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            if self.error is None:  # after a failure, the rest is drained, not written
-                try:
-                    job[0](*job[1])
-                except BaseException as exc:  # handed to the caller
-                    self.error = exc
-
-    def close(self) -> None:
-        """Wait for every write; raise the first that failed."""
-        self.jobs.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-
-
 class _TableSink:
     """Streams record batches into one Parquet file, in row groups of about `rows` rows
     (the sketch stage parallelises over row groups), written by `thread`."""
@@ -361,7 +322,7 @@ class _TableSink:
         path: Path,
         schema: pa.Schema,
         rows: int,
-        thread: _WriterThread,
+        thread: WriterThread,
         dictionary: tuple[str, ...] | bool = True,
     ) -> None:
         """`dictionary`: the columns to give a dictionary (True: every column)."""
@@ -407,7 +368,7 @@ def run_ingest(
     bytes count once its pages are extracted and handed to the writer thread, not when they
     are read, so the bar follows the slower of the two."""
     result = IngestResult()
-    thread = _WriterThread()
+    thread = WriterThread()
     pages = _TableSink(
         staging / "pages_raw.parquet", PAGES_RAW_SCHEMA, 8192, thread, REPEATING_COLUMNS
     )

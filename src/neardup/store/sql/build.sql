@@ -4,19 +4,10 @@
 -- and by `open_run`), so a run renamed into place or moved still opens. Tables are written
 -- once, straight to Parquet in a fixed order, never first copied into the database: the run
 -- holds each row once, and the store stage costs one pass over the data.
--- {min_tokens} is the settings' minimum word count; {parquet} the COPY options.
+-- {parquet} is the COPY options.
 
-CREATE TEMP VIEW assignments AS
-SELECT * FROM read_parquet('{staging}/assignments.parquet');
-
--- The sketch figures and min-hash values (written by `SketchSink`, steps/sketch.py, in doc_id order).
-CREATE VIEW sketches AS SELECT * FROM read_parquet('sketches.parquet');
-
--- Page text, already in doc_id order as the ingest stage wrote it.
-CREATE VIEW page_text AS SELECT * FROM read_parquet('page_text.parquet');
-
--- One row per input record (pages_of_run.sql, shared with Spark).
-COPY ({pages_of_run} ORDER BY p.doc_id) TO '{staging}/pages.parquet' ({parquet});
+-- pages.parquet, one row per input record (pages_of_run.sql, shared with Spark), is written
+-- before this by store/pages_table.py, a range of doc ids at a time, from build_inputs.sql's views.
 CREATE VIEW pages AS SELECT * FROM read_parquet('pages.parquet');
 
 COPY (

@@ -12,6 +12,7 @@ SELECT
     any_value(r.url) AS representative_url,
     any_value(r.title) AS representative_title
 FROM {pages} AS m
-JOIN {pages} AS r ON r.doc_id = m.cluster_id
+JOIN (SELECT doc_id, url, title FROM {pages} WHERE is_representative AND cluster_size >= 2) AS r
+    ON r.doc_id = m.cluster_id
 WHERE m.cluster_size >= 2
 GROUP BY m.cluster_id
