@@ -1,0 +1,107 @@
+"""The scanning process's share of a scan's CPU, by number of workers (issue 47).
+
+A scan's workers extract and sketch; the scanning process plans, frames records, sends them
+to the workers, writes the tables and runs the later stages. Whatever it does alone caps
+what more cores can give: a process that does a share `s` of the CPU bounds the speed-up
+near 1/s. This bench runs `neardup scan INPUTS --workers N` in a process of its own for each
+N and samples its whole process tree (`scan_against.sample_tree`: every process's user +
+system seconds, four times a second, and the tree's summed resident memory), so the
+scanning process's own CPU-seconds stand beside the tree's, not only what the waiting
+parent reaps (the forkserver's workers are not its children).
+
+    .venv/bin/python bench/serial_share.py bench/out/scale/web-1000000.jsonl --workers 1 2
+    .venv/bin/python bench/serial_share.py bench/out/docs-mirrors-cc --workers 1 2 4 8 16
+
+Arguments after `--` go to `neardup scan`. Prints a markdown table; appends JSON lines to
+bench/out/serial_share/results.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scan_against import sample_tree
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out" / "serial_share"
+
+
+def one_scan(inputs: list[str], workers: int, extra: list[str]) -> dict:
+    """One scan with `workers` workers in a process of its own: its wall time, the tree's
+    and the scanning process's CPU-seconds, the peak memory and the stages' seconds."""
+    with tempfile.TemporaryDirectory(dir=OUT) as scratch:
+        cmd = [sys.executable, "-m", "neardup.cli.main", "scan", *inputs]
+        cmd += ["--out", str(Path(scratch) / "run"), "--quiet", "--json"]
+        cmd += ["--workers", str(workers), *extra]
+        env = dict(os.environ)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules as a user's install has them
+        start = time.perf_counter()
+        proc = psutil.Popen(cmd, stdout=subprocess.PIPE, env=env)
+        stop, seen, peak = threading.Event(), {}, [0.0, 0.0]
+        sampler = threading.Thread(target=sample_tree, args=(proc, stop, seen, peak))
+        sampler.start()
+        stdout, _ = proc.communicate()
+        wall = time.perf_counter() - start
+        stop.set()
+        sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"scan failed ({proc.returncode}): {' '.join(cmd)}")
+    summary = json.loads(stdout)
+    tree = sum(seen.values())
+    own = seen.get(proc.pid, 0.0)
+    return {
+        "workers": workers,
+        "wall_s": round(wall, 2),
+        "tree_cpu_s": round(tree, 2),
+        "scanning_process_cpu_s": round(own, 2),
+        "serial_share": round(own / tree, 4) if tree else None,
+        "processes": len(seen),
+        "peak_mb": round(peak[0]),
+        "stages": summary["stage_seconds"],
+        "records": summary["records"],
+    }
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("inputs", nargs="+")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    rows = []
+    for _ in range(args.runs):
+        for workers in args.workers:
+            row = one_scan(args.inputs, workers, extra)
+            row.update(inputs=args.inputs, load_before=round(load, 2), extra=extra)
+            with open(OUT / "results.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+            rows.append(row)
+            print(f"  {workers} workers: {row['wall_s']} s", file=sys.stderr, flush=True)
+    print(f"{', '.join(args.inputs)}: load {load:.2f} before, {os.cpu_count()} cores")
+    print("| workers | wall s | tree CPU-s | scanning process CPU-s | its share | peak MiB |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['workers']} | {r['wall_s']} | {r['tree_cpu_s']} | "
+            f"{r['scanning_process_cpu_s']} | {100 * r['serial_share']:.1f} % | {r['peak_mb']:,} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
