@@ -110,6 +110,7 @@ def one_scan(
     return {
         "wall_s": round(wall, 2),
         "cpu_s": round(sum(seen.values()), 2),
+        "own_cpu_s": round(seen.get(proc.pid, 0.0), 2),  # the scanning process's alone
         "peak_mb": round(peak[0]),
         "peak_anon_mb": round(peak[1]),
         "stages": summary["stage_seconds"],

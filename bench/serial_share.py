@@ -21,55 +21,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-import psutil
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scan_against import sample_tree
+from scan_against import one_scan as scan_against_one
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "serial_share"
 
 
 def one_scan(inputs: list[str], workers: int, extra: list[str]) -> dict:
-    """One scan with `workers` workers in a process of its own: its wall time, the tree's
-    and the scanning process's CPU-seconds, the peak memory and the stages' seconds."""
+    """One scan with `workers` workers in a process of its own (`scan_against.one_scan`,
+    with this checkout's code): its wall time, the tree's and the scanning process's
+    CPU-seconds, the peak memory and the stages' seconds."""
     with tempfile.TemporaryDirectory(dir=OUT) as scratch:
-        cmd = [sys.executable, "-m", "neardup.cli.main", "scan", *inputs]
-        cmd += ["--out", str(Path(scratch) / "run"), "--quiet", "--json"]
-        cmd += ["--workers", str(workers), *extra]
-        env = dict(os.environ)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled modules as a user's install has them
-        start = time.perf_counter()
-        proc = psutil.Popen(cmd, stdout=subprocess.PIPE, env=env)
-        stop, seen, peak = threading.Event(), {}, [0.0, 0.0]
-        sampler = threading.Thread(target=sample_tree, args=(proc, stop, seen, peak))
-        sampler.start()
-        stdout, _ = proc.communicate()
-        wall = time.perf_counter() - start
-        stop.set()
-        sampler.join()
-    if proc.returncode:
-        raise SystemExit(f"scan failed ({proc.returncode}): {' '.join(cmd)}")
-    summary = json.loads(stdout)
-    tree = sum(seen.values())
-    own = seen.get(proc.pid, 0.0)
+        run = scan_against_one(inputs, Path(scratch) / "run", workers, None, extra)
+    tree, own = run["cpu_s"], run["own_cpu_s"]
     return {
         "workers": workers,
-        "wall_s": round(wall, 2),
-        "tree_cpu_s": round(tree, 2),
-        "scanning_process_cpu_s": round(own, 2),
+        "wall_s": run["wall_s"],
+        "tree_cpu_s": tree,
+        "scanning_process_cpu_s": own,
         "serial_share": round(own / tree, 4) if tree else None,
-        "processes": len(seen),
-        "peak_mb": round(peak[0]),
-        "stages": summary["stage_seconds"],
-        "records": summary["records"],
+        "peak_mb": run["peak_mb"],
+        "stages": run["stages"],
+        "records": run["pages"],
     }
 
 
