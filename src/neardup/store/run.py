@@ -22,8 +22,6 @@ import numpy as np
 from neardup.config import Settings
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.kernels import SIGNATURE_DTYPE
-from neardup.store.pages_table import pages_sql as pages_sql  # the Spark engine's import
-from neardup.store.pages_table import sized_sql as sized_sql
 from neardup.store.pages_table import write_pages_table
 from neardup.store.sql_files import package_sql, sql_path
 

@@ -77,7 +77,7 @@ from neardup.pipeline.executors.spark.tasks import on_one_thread
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
 from neardup.pipeline.steps.near_pairs import band_shape
-from neardup.store.run import sized_sql
+from neardup.store.pages_table import sized_sql
 
 SPARK_METHODS = ("minhash", "supershingles")
 # The largest verified graph (edges between class representatives) clustered on the driver;

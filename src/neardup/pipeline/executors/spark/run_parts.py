@@ -5,7 +5,7 @@ Why per input: the three tables are in document order, and an input's documents 
 range of ids ([shift, end)), so a task per input writes its part of each, named by the
 input's index (`RUN_PART`), and the part files in name order hold the rows in document
 order: no global sort, and the wide rows (the page text, the records) never cross Spark's
-rows or a shuffle. The pages are the embedded build's own query (`store.run.pages_sql`, in
+rows or a shuffle. The pages are the embedded build's own query (`store.pages_table.pages_sql`, in
 DuckDB inside the task) over the input's records, its sketch figures and its sized
 assignments, which the cluster stage wrote partitioned by input (`SIZED`); so both engines
 write the pages table with one SQL.
@@ -39,7 +39,8 @@ from neardup.pipeline.executors.spark.ingest import (
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
 from neardup.pipeline.steps.ingest import PAGE_TEXT_SCHEMA
 from neardup.pipeline.steps.sketch import SKETCHES_PARQUET, minhash_column, sketches_schema
-from neardup.store.run import PARQUET_OPTIONS, pages_sql, sql_over, sql_path
+from neardup.store.pages_table import pages_sql
+from neardup.store.run import PARQUET_OPTIONS, sql_over, sql_path
 
 RUN_PART = "part-{:05d}.parquet"  # the run's part files: name order is input order
 # The sized assignments (sized_assignments.sql) of the pages whose row is not their own
