@@ -43,15 +43,17 @@ import pyarrow.compute as pc
 from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
 from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
-from neardup.kernels.graph import (
-    Graph,
-    center_clusters,
-    component_representatives,
-    connected_components,
-    core_clusters,
-)
+from neardup.kernels.graph import Graph
 from neardup.kernels.sorting import sorted_distinct
-from neardup.pipeline.steps.near_pairs import lsh_keys, lsh_shape, pair_scores, passes
+from neardup.pipeline.steps.clusters import rule_representatives
+from neardup.pipeline.steps.near_pairs import (
+    equivalence_classes,
+    lsh_keys,
+    lsh_shape,
+    pair_scores,
+    passes,
+    tie_order,
+)
 from neardup.service.band_buckets import BandBuckets
 from neardup.service.band_save import TableWriter, fill_tables
 from neardup.service.layout import FilledInPlace, RowBlocks
@@ -140,11 +142,15 @@ class ScanGraph:
             return list(slots)
         s = np.fromiter(slots, np.int64, len(slots))
         k = self.pages.key[s]
-        o = np.argsort(k, kind="stable")
-        s, k = s[o], k[o]
-        if (k[1:] == k[:-1]).any():
-            return sorted(s.tolist(), key=lambda x: (int(self.pages.key[x]), self.pages.url_at(x)))
-        return s.tolist()
+        o = tie_order(k)
+        if not (k[o][1:] == k[o][:-1]).any():
+            return s[o].tolist()
+        # An exact key collision (URLs of one identity): the URL decides, as the doc_id
+        # decides in the scan, whose reference reads its pages in URL order.
+        by_url = sorted(range(s.size), key=lambda i: self.pages.url_at(int(s[i])))
+        rank = np.empty(s.size, np.int64)
+        rank[by_url] = np.arange(s.size)
+        return s[tie_order(k, rank)].tolist()
 
     def class_members(self, fp: int) -> Collection[int]:
         """The pages of a shingle-set class (empty for an unknown one)."""
@@ -239,15 +245,13 @@ class ScanGraph:
         by_url = np.asarray(pc.sort_indices(self.pages.url_array(slots)), dtype=np.int64)
         rank = np.empty(n, np.int64)
         rank[by_url] = np.arange(n)
-        # Classes: the representative of a shingle set is its first page in (key, URL) order.
-        order = np.lexsort((rank, keys, fps))
-        sfp = fps[order]
-        first = np.ones(n, bool)
-        first[1:] = sfp[1:] != sfp[:-1]
+        # Classes: the representative of a shingle set is its first page in (key, URL)
+        # order, by the scan's rule on the pages in URL order.
+        reps = by_url[np.unique(equivalence_classes(fps[by_url], keys[by_url]))]
+        order = by_url[np.argsort(fps[by_url], kind="stable")]
         self.member[slots] = True
         self.mfp[slots] = fps
-        self.cls_fp, self.cls_slot = sfp, slots[order]
-        reps = order[first]
+        self.cls_fp, self.cls_slot = fps[order], slots[order]
         # The nodes in URL order, as the scan numbers them (its chains break key ties so).
         reps = reps[np.argsort(rank[reps], kind="stable")]
         rep_slots = slots[reps]
@@ -689,13 +693,7 @@ class ScanGraph:
             [len(self.class_members(int(self.mfp[u]))) for u in nodes], dtype=np.int64
         )
         tie = self.pages.key[np.array(nodes, np.int64)]
-        rule = self.settings.cluster_rule
-        if rule == "core":
-            rep = core_clusters(graph, self.settings.strong_similarity, weight, tie)
-        elif rule == "center":
-            rep = center_clusters(graph, weight, tiebreak=tie)
-        else:
-            rep = component_representatives(graph, connected_components(graph), weight, tie)
+        rep = rule_representatives(graph, weight, tie, self.settings)
         groups: dict[int, list[int]] = {}  # the representative node first
         for i, r in enumerate(rep.tolist()):
             members = groups.setdefault(r, [nodes[r]])

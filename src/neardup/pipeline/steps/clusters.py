@@ -71,6 +71,28 @@ def _touched_graph(n: int, ea: np.ndarray, eb: np.ndarray, similarity: np.ndarra
     return touched, graph
 
 
+def rule_representatives(
+    graph: Graph,
+    weight: np.ndarray,
+    tie: np.ndarray,
+    settings: Settings,
+    components: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per node, the node of its cluster's representative by `settings.cluster_rule` (core
+    clusters, centre clusters or connected components), `weight` each node's class size and
+    `tie` its page key. The one place the rule is chosen: the scan (`cluster_graph`), the
+    Spark engine's executors (`spark.kernels.cluster_component`) and the index
+    (`ScanGraph.cluster`) call it, so a new rule or a changed default reaches all three.
+    `components`: the graph's connected components, when the caller has them."""
+    if settings.cluster_rule == "core":
+        return core_clusters(graph, settings.strong_similarity, weight, tie)
+    if settings.cluster_rule == "center":
+        return center_clusters(graph, weight, tiebreak=tie)
+    if components is None:
+        components = connected_components(graph)
+    return component_representatives(graph, components, weight, tie)
+
+
 def cluster_graph(
     n: int,
     ea: np.ndarray,
@@ -92,12 +114,7 @@ def cluster_graph(
     component = _lift(touched, component_t, n)
     tie_t = tie[touched]
     weight_t = weight[touched]
-    if settings.cluster_rule == "core":
-        cluster_t = core_clusters(graph, settings.strong_similarity, weight_t, tie_t)
-    elif settings.cluster_rule == "center":
-        cluster_t = center_clusters(graph, weight_t, tiebreak=tie_t)
-    else:
-        cluster_t = component_representatives(graph, component_t, weight_t, tie_t)
+    cluster_t = rule_representatives(graph, weight_t, tie_t, settings, component_t)
     cluster = _lift(touched, cluster_t, n)
     del graph, component_t, cluster_t
     full = agree == settings.supershingle_count if settings.has_supershingles else None

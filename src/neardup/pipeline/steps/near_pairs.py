@@ -11,9 +11,10 @@ clustering would drift from the scan's, so each choice is made here and only her
   shingle-set fingerprint for a page without one. doc_id is input order, which two scans of
   the same pages or the incremental service do not share, so it decides only between equal
   keys;
+- `tie_order`: the order of every tie (page key, then input order, or the index's URL);
 - `equivalence_classes`: pages with one shingle set collapse to the page with the lowest key
-  (the scan; Spark computes the same `first_value` with a window, the cross-crawl comparison
-  none);
+  (the scan and the index; Spark computes the same `first_value` with the window
+  `class_representative_sql`, the cross-crawl comparison none);
 - `band_shape` / `lsh_shape`: how many LSH bands of how many rows (as set, else tuned recall
   first from the threshold);
 - `candidate_keys`: which bucket keys a page has (LSH bands, or Fetterly's megashingles for
@@ -21,7 +22,8 @@ clustering would drift from the scan's, so each choice is made here and only her
 - `candidate_pairs`: pages sharing a key in one table, with `max_bucket_pairs` as the cap;
 - `pair_scores` and `passes`: the verification, estimated resemblance against the threshold
   or, for the super-shingle method, two of the super-shingles in agreement;
-- `verified_candidates`: the whole sequence from keys to verified edges, in chunks.
+- `verified_candidates`: the whole sequence from keys to verified edges, in chunks
+  (`verify_pairs` the verification alone, for the scan's workers, each over its part).
 
 The Spark engine runs the distributed equivalents of `candidate_pairs` (SQL) and of the
 chunk loop (`mapInArrow`), but takes its band shape, keys, scores and test from here.
@@ -99,6 +101,24 @@ def page_keys(
             [identity_key(u) if u is not None else int(f) for u, f in pairs], dtype=np.int64
         )
     return np.array([url_key(u) if u else int(f) for u, f in pairs], dtype=np.int64)
+
+
+def tie_order(keys: np.ndarray, then: np.ndarray | None = None) -> np.ndarray:
+    """Positions of pages in tie-break order: by page key (`page_keys`), equal keys by
+    `then`, and what is still equal by position. The one order of every tie: the scan
+    passes its pages in doc_id order (`then` None), the index the rank of each URL, as it
+    has no input order (its reference scan reads pages in URL order, so both pick the same
+    page); Spark's window is `class_representative_sql`."""
+    keys = np.asarray(keys, dtype=np.int64)
+    if then is None:
+        return np.argsort(keys, kind="stable")
+    return lexsort_pair(np.asarray(then, dtype=np.int64), keys)
+
+
+def class_representative_sql(fingerprint: str = "shingle_fp") -> str:
+    """`equivalence_classes` as a Spark SQL window over rows (doc_id, order_key, and the
+    shingle-set fingerprint column): each row's class representative, by the same order."""
+    return f"first_value(doc_id) OVER (PARTITION BY {fingerprint} ORDER BY order_key, doc_id)"
 
 
 def equivalence_classes(shingle_fp: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
@@ -269,11 +289,30 @@ def verified_candidates(
     verified a chunk at a time, in order, so the edges come out in the order of the packed
     candidate pairs."""
     a_all, b_all, stats = candidate_pairs(keys, ids, settings.max_bucket_pairs, order)
+    found = verify_pairs(a_all, b_all, signatures, settings, rows, supers, megashingle, rescore)
+    found.stats = stats
+    return found
+
+
+def verify_pairs(
+    a_all: np.ndarray,
+    b_all: np.ndarray,
+    signatures: np.ndarray | MappedRows,
+    settings: Settings,
+    rows: np.ndarray | MappedRows | None = None,
+    supers: np.ndarray | MappedRows | None = None,
+    megashingle: bool = False,
+    rescore: Rescore | None = None,
+) -> VerifiedPairs:
+    """The candidate pairs (a_all[i], b_all[i]) of positions that pass the test (`pair_scores`,
+    `passes`), a chunk at a time and in order: `verified_candidates` over all the candidates
+    at once, the embedded scan's workers over the candidates of one part each (`steps.
+    near_parts`). The arguments are `verified_candidates`'s; `rows` may be a mapped file."""
     kept: list[tuple[np.ndarray, ...]] = []
     for start in range(0, a_all.size, CHUNK):
         a = a_all[start : start + CHUNK]
         b = b_all[start : start + CHUNK]
-        ra, rb = (a, b) if rows is None else (rows[a], rows[b])
+        ra, rb = (a, b) if rows is None else (np.asarray(rows[a]), np.asarray(rows[b]))
         sim, agree = pair_scores(
             np.asarray(signatures[ra]),
             np.asarray(signatures[rb]),
@@ -295,5 +334,4 @@ def verified_candidates(
         similarity=cat(2, np.float64),
         agree=cat(3, np.int8),
         candidates=int(a_all.size),
-        stats=stats,
     )

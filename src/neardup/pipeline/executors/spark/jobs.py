@@ -76,7 +76,7 @@ from neardup.pipeline.executors.spark.signatures import (
 from neardup.pipeline.executors.spark.tasks import on_one_thread
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA
-from neardup.pipeline.steps.near_pairs import band_shape
+from neardup.pipeline.steps.near_pairs import band_shape, class_representative_sql
 from neardup.store.pages_table import sized_sql
 
 SPARK_METHODS = ("minhash", "supershingles")
@@ -281,9 +281,7 @@ class SparkJobs:
         eligible.createOrReplaceTempView("eligible")
         classes = self.save(
             spark.sql(
-                "SELECT doc_id, order_key, first_value(doc_id) OVER ("
-                "PARTITION BY shingle_fp ORDER BY order_key, doc_id) AS class_id "
-                "FROM eligible"
+                f"SELECT doc_id, order_key, {class_representative_sql()} AS class_id FROM eligible"
             ),
             "classes",
         )

@@ -16,15 +16,9 @@ import pyarrow.compute as pc
 from neardup.config import Settings
 from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
 from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
-from neardup.kernels.graph import (
-    Graph,
-    center_clusters,
-    component_representatives,
-    connected_components,
-    core_clusters,
-)
+from neardup.kernels.graph import Graph
 from neardup.kernels.sorting import sorted_distinct
-from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
+from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, rule_representatives
 from neardup.pipeline.steps.near_pairs import (
     by_megashingles,
     candidate_keys,
@@ -294,10 +288,5 @@ def cluster_component(nodes: pa.Table, edges: pa.Table, settings: Settings) -> p
     b = np.searchsorted(docs, np.asarray(edges.column("doc_b")))
     similarity = np.asarray(edges.column("similarity"), dtype=np.float32)
     graph = Graph.from_edges(docs.size, a, b, similarity)
-    if settings.cluster_rule == "core":
-        rep = core_clusters(graph, settings.strong_similarity, weight, tie)
-    elif settings.cluster_rule == "center":
-        rep = center_clusters(graph, weight, tiebreak=tie)
-    else:
-        rep = component_representatives(graph, connected_components(graph), weight, tie)
+    rep = rule_representatives(graph, weight, tie, settings)
     return pa.table({"doc_id": docs, "cluster_doc": docs[rep]}, schema=CLUSTER_SCHEMA)
