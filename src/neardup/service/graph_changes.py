@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from neardup.service.layout import CHANGES_PREFIX
+from neardup.service.overlay import Overlay
 from neardup.service.scangraph import EDGE_ARRAYS, SLOT_COLUMNS
 
 if TYPE_CHECKING:
@@ -87,10 +88,10 @@ def take_changes(graph: ScanGraph, changes: Mapping[str, np.ndarray]) -> None:
     slots = np.asarray(changes["slots"])
     for name in SLOT_COLUMNS:
         getattr(graph, name)[slots] = np.asarray(changes[name])
-    graph.cls_over = {
-        fp: tuple(members)
+    graph.cls_over = Overlay(
+        (fp, tuple(members))
         for fp, members in _unpacked(changes["cls_fp"], changes["cls_ptr"], changes["cls_slots"])
-    }
+    )
     graph.pair_over = dict(
         zip(
             np.asarray(changes["pair_keys"]).tolist(),

@@ -80,6 +80,7 @@ from neardup.service.layout import (
 )
 from neardup.service.lengths import LengthMap
 from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
+from neardup.service.overlay import FoldRule
 from neardup.service.pages import PAGE_ARRAYS, PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
@@ -617,8 +618,8 @@ class ServiceIndex:
         (committed batches stay)."""
         try:
             if self.writer is not None and self._opened:
-                due = max(GRAPH_AT_CLOSE_PAGES, self.pages.n // GRAPH_AT_CLOSE_SHARE)
-                if self.graph_tail > due:
+                at_close = FoldRule(GRAPH_AT_CLOSE_PAGES, GRAPH_AT_CLOSE_SHARE)
+                if at_close.due(self.graph_tail, self.pages.n):
                     with self.lock:
                         self._save_graph_now()
                 elif self.replay_tail > CHANGES_AT_CLOSE_PAGES and _saved_at(self.manifest):
@@ -911,7 +912,7 @@ class ServiceIndex:
                     graph.saved_keys = None
             # After the lock: saving the graph only reads it, as reads do, so they need not
             # wait for it (the next batch does, holding `_writing`).
-            if self.graph_tail > max(GRAPH_EVERY_PAGES, self.pages.n // GRAPH_EVERY_SHARE):
+            if FoldRule(GRAPH_EVERY_PAGES, GRAPH_EVERY_SHARE).due(self.graph_tail, self.pages.n):
                 self._save_graph_now()
         self._merge_due()  # after the lock: reads need not wait for a merge
         _settle()

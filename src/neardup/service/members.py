@@ -21,10 +21,10 @@ import pyarrow as pa
 
 from neardup.kernels.sorting import sorted_distinct
 from neardup.service.layout import RowBlocks, mapped_strings, string_blocks
+from neardup.service.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.service.pages import PageTable, one_array
 
-FOLD_SHARE = 8  # an overlay folded once it holds more than 1/FOLD_SHARE of the groups
-FOLD_AT_LEAST = 65_536  # ... and more than this many (small indexes never fold)
+FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)
 
 
 # The files of saved groups and winners (`saved_arrays` of each), beside the saved graph's.
@@ -41,7 +41,8 @@ GROUP_ARRAYS = (
 
 
 def _fold_due(overlay: int, base: int) -> bool:
-    return overlay > FOLD_AT_LEAST and overlay * FOLD_SHARE > base
+    # The module's constants read at each call: tests set them.
+    return FoldRule(FOLD_AT_LEAST, FOLD_SHARE).due(overlay, base)
 
 
 class GroupMembers:
@@ -58,8 +59,7 @@ class GroupMembers:
             return
         self._gid, self._slot = saved["group_gid"], saved["group_slot"]
         self._ids, self._sizes = saved["group_ids"], saved["group_sizes"]
-        self._over = {}
-        self._changing = set()
+        self._over: Overlay[int, str] = Overlay()
 
     def saved_arrays(self) -> Iterator[tuple[str, np.ndarray]]:
         """The arrays of the groups (`fold` first), for the files `GroupMembers(pages,
@@ -133,11 +133,8 @@ class GroupMembers:
         self._gid = g[slots][order]
         self._slot = slots[order]
         self._ids, self._sizes = np.unique(self._gid, return_counts=True)
-        # Groups changed since the arrays were made (empty: gone): a set while a batch
-        # changes one, a tuple after (`settle`): most groups hold one page, and a set of one
-        # costs 216 bytes, a tuple 48.
-        self._over: dict[int, set[str] | tuple[str, ...]] = {}
-        self._changing: set[int] = set()  # the groups a batch made sets of
+        # Groups changed since the arrays were made (empty: gone).
+        self._over = Overlay()
 
     def fold(self) -> None:
         """The overlay folded into the arrays now (before a save)."""
@@ -151,11 +148,7 @@ class GroupMembers:
         if _fold_due(len(self._over), self._ids.size):
             self._build()
             return
-        for gid in self._changing:
-            got = self._over.get(gid)
-            if isinstance(got, set):
-                self._over[gid] = tuple(got)
-        self._changing = set()
+        self._over.freeze()
 
     def _run(self, gid: int) -> tuple[int, int]:
         return (
@@ -179,11 +172,7 @@ class GroupMembers:
         return hi - lo
 
     def _mut(self, gid: int) -> set[str]:
-        got = self._over.get(gid)
-        if not isinstance(got, set):
-            got = self._over[gid] = set(self.members(gid))
-            self._changing.add(gid)
-        return got
+        return self._over.mutable(gid, lambda: self.members(gid))
 
     def get(self, gid: int) -> Collection[str] | None:
         got = self.members(gid)
@@ -216,16 +205,14 @@ class GroupMembers:
         """The group ids as opened that no batch changed since."""
         if not self._over:
             return self._ids
-        changed = np.fromiter(self._over, np.int64, len(self._over))
-        return self._ids[~np.isin(self._ids, changed)]
+        return self._ids[~np.isin(self._ids, self._over.keys_array())]
 
     def count(self, at_least: int = 1) -> int:
         """Groups of at least `at_least` pages, counted without listing them (nor
         copying the arrays: one flag a group)."""
         enough = self._sizes >= at_least
         if self._over:  # the groups changed since: counted from the overlay instead
-            changed = np.fromiter(self._over, np.int64, len(self._over))
-            enough &= ~np.isin(self._ids, changed)
+            enough &= ~np.isin(self._ids, self._over.keys_array())
         base = int(np.count_nonzero(enough))
         return base + sum(1 for m in self._over.values() if len(m) >= max(at_least, 1))
 

@@ -35,6 +35,7 @@ from neardup.service.layout import (
     rows_read,
     string_blocks,
 )
+from neardup.service.overlay import FoldRule
 from neardup.service.saved_search import Found, PairsToScore, hits
 
 _NONE = -1  # group id of a page without a group
@@ -408,7 +409,7 @@ class PageTable:
 
     def settle(self) -> None:
         """After a batch: fold the added pages in once they outgrow an eighth of the rest."""
-        if len(self._added) * 8 > max(len(self._urls_base), FOLD_AT_LEAST * 8):
+        if FoldRule(FOLD_AT_LEAST).due(len(self._added), len(self._urls_base)):
             self.fold()
 
     # ------------------------------------------------------------ mapping

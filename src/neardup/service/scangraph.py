@@ -57,6 +57,7 @@ from neardup.pipeline.steps.near_pairs import (
 from neardup.service.band_buckets import BandBuckets
 from neardup.service.band_save import TableWriter, fill_tables
 from neardup.service.layout import FilledInPlace, RowBlocks
+from neardup.service.overlay import Overlay
 from neardup.service.pages import PageTable
 from neardup.service.saved_search import Found, hits, node_keys
 
@@ -95,9 +96,8 @@ class ScanGraph:
             self.member[:m], self.mfp[:m], self.node[:m] = a["member"], a["mfp"], a["node"]
         # The saved arrays (mapped) and what changed since.
         self.cls_fp, self.cls_slot = a["cls_fp"], a["cls_slot"]
-        # A class changed since the save: a set while a batch changes it, then a tuple (a
-        # set of one page costs 216 bytes, a tuple 48; most classes hold one page).
-        self.cls_over: dict[int, set[int] | tuple[int, ...]] = {}
+        # The classes changed since the save.
+        self.cls_over: Overlay[int, int] = Overlay()
         # The saved classes' entries for a batch's fingerprints, searched elsewhere (a
         # `Found`, `ServiceIndex.apply_prepared`); the fingerprints searched here, counted.
         self.found: Found | None = None
@@ -161,18 +161,12 @@ class ScanGraph:
         return self.cls_slot[lo:hi].tolist()
 
     def _class_mut(self, fp: int) -> set[int]:
-        got = self.cls_over.get(fp)
-        if not isinstance(got, set):
-            got = self.cls_over[fp] = set(self.class_members(fp))
-        return got
+        return self.cls_over.mutable(fp, lambda: self.class_members(fp))
 
     def _classes_mut(self, fps: Collection[int]) -> None:
         """`_class_mut` of many classes, their saved members found with one search for all
         (a batch's classes: nearly all new, or of one page)."""
-        for fp in fps:
-            got = self.cls_over.get(fp)
-            if isinstance(got, tuple):
-                self.cls_over[fp] = set(got)
+        self.cls_over.thaw(fps)
         todo = sorted_distinct(np.fromiter((fp for fp in fps if fp not in self.cls_over), np.int64))
         if not todo.size:
             return
@@ -183,7 +177,7 @@ class ScanGraph:
         for q, s in zip(at.tolist(), slots.tolist(), strict=True):
             members[q].add(int(s))
         for fp, got in zip(todo.tolist(), members, strict=True):
-            self.cls_over[fp] = got
+            self.cls_over.set_members(fp, got)
 
     def _rep(self, fp: int) -> int | None:
         """A class's representative: its one member that is a node."""
@@ -418,7 +412,7 @@ class ScanGraph:
         yield self.buckets.saved(before, writer)
 
     def _class_arrays(self) -> dict[str, np.ndarray]:
-        over = np.fromiter(self.cls_over, np.int64, len(self.cls_over))
+        over = self.cls_over.keys_array()
         keep = ~np.isin(self.cls_fp, over) if over.size else slice(None)
         cf = [np.asarray(self.cls_fp[keep])]
         cs = [np.asarray(self.cls_slot[keep], np.int64)]
@@ -515,10 +509,7 @@ class ScanGraph:
                 if new != old or new in put:
                     entering[new] = fp
         touched |= self._move_nodes(leaving, entering)
-        for fp in fps:  # the batch is done with these classes: as tuples from here
-            got = self.cls_over.get(fp)
-            if isinstance(got, set):
-                self.cls_over[fp] = tuple(got)
+        self.cls_over.freeze()  # the batch is done with these classes
         return {s for s in touched if self.node[s]}
 
     def _move_nodes(self, leaving: set[int], entering: dict[int, int]) -> set[int]:
