@@ -1,9 +1,10 @@
 """One update batch, computed in memory: update cases, the scan's graph, then groups.
 
-The functions change the in-memory copy of the index they are given (`ix`) and say which
-rows changed; `ServiceIndex.apply` writes those rows in one transaction and reloads on
-failure, so nothing here touches the database. Kept out of `index.py` because this is the
-algorithm, while the index class is its persistent state and its reads.
+The functions change the index's state in memory they are given (`ix`, a
+`state.IndexState`) and say which rows changed; `ServiceIndex.apply` writes those rows in
+one transaction and reloads on failure, so nothing here touches a file. Kept out of
+`index.py` because this is the algorithm, while the index class is its persistent state
+and its reads; it imports only the state, never the index.
 
 Groups are the scan's clusters: a page whose sketch changed goes into the scan's graph
 (`scangraph.ScanGraph`: classes, band index, bucket rule, verification), the components it
@@ -18,7 +19,6 @@ a URL pattern) never reaches this: `prepare_batch` counts it as skipped.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,14 +26,12 @@ from neardup.ingest.eligibility import enough_words
 from neardup.service.groups import elect
 from neardup.service.pages import PageRef
 from neardup.service.prepare import PreparedBatch
+from neardup.service.state import IndexState
 from neardup.service.updates import BatchReport, SelfRedirect, ServiceError, UnknownPage
-
-if TYPE_CHECKING:
-    from neardup.service.index import ServiceIndex
 
 
 def compute_batch(
-    ix: ServiceIndex, prepared: PreparedBatch
+    ix: IndexState, prepared: PreparedBatch
 ) -> tuple[BatchReport, set[str], set[int], set[int]]:
     """The batch in memory: update cases, the graph, re-clustered components, winners.
     The sketches were computed before the lock (`prepare.prepare_batch`); this only looks
@@ -70,7 +68,7 @@ def compute_batch(
             if old is not None and not old.removed:
                 rep.removed += 1
             _leave(ix, p, touched, gone)
-            ix._set_redirect(p, None)
+            ix.set_redirect(p, None)
             p.removed = True
             continue
         was_live = old is not None and not old.removed
@@ -80,7 +78,7 @@ def compute_batch(
                 raise SelfRedirect(f"{url} redirects to itself")
             rep.redirects += 1
             _leave(ix, p, touched, gone)
-            ix._set_redirect(p, u.redirect_to)
+            ix.set_redirect(p, u.redirect_to)
             redirected.append(url)
             continue
         if p.redirect_to and u.links_in is not None and u.text is None and u.html is None:
@@ -116,9 +114,9 @@ def compute_batch(
             rep.tier1 += 1  # the same sketch: the scan would see the same page
             continue
         if old is not None:  # a new page has no redirect, group, sketch or node to leave
-            ix._set_redirect(p, None)
+            ix.set_redirect(p, None)
             _leave(ix, p, touched, gone)
-        ix._set_signature(p, sig, length, sk.lengths)
+        ix.set_signature(p, sig, length, sk.lengths)
         p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
         if eligible:
             gone.discard(p.slot)
@@ -166,14 +164,14 @@ def compute_batch(
     return rep, dirty, {g for g in touched if g in ix.groups}, touched
 
 
-def _leave(ix: ServiceIndex, p: PageRef, touched: set[int], gone: set[int]) -> None:
+def _leave(ix: IndexState, p: PageRef, touched: set[int], gone: set[int]) -> None:
     """The page stops being content: out of its group, the graph and tier 2's store."""
     _detach(ix, p, touched)
-    ix._set_signature(p, None, 0)
+    ix.set_signature(p, None, 0)
     gone.add(p.slot)
 
 
-def _detach(ix: ServiceIndex, p: PageRef, touched: set[int]) -> None:
+def _detach(ix: IndexState, p: PageRef, touched: set[int]) -> None:
     if p.group_id is not None:
         ix.groups.discard(p.group_id, p.url)
         touched.add(p.group_id)
@@ -181,19 +179,19 @@ def _detach(ix: ServiceIndex, p: PageRef, touched: set[int]) -> None:
     p.verified = False
 
 
-def _claim(ix: ServiceIndex, olds: list[int | None], claimed: set[int]) -> int:
+def _claim(ix: IndexState, olds: list[int | None], claimed: set[int]) -> int:
     """A group id for a new cluster: the id most of its pages had, when that group has no
     other page left and no other cluster of the batch took it; else a fresh id."""
     for gid, _ in Counter(g for g in olds if g is not None).most_common():
         if gid not in claimed and not ix.groups.get(gid):
             claimed.add(gid)
             return gid
-    gid = ix._new_group()
+    gid = ix.new_group()
     claimed.add(gid)
     return gid
 
 
-def _elect(ix: ServiceIndex, gid: int) -> None:
+def _elect(ix: IndexState, gid: int) -> None:
     """Elect the group's winner (its members' popularity and URLs: no sketch read)."""
     members = sorted(ix.groups[gid])
     if len(members) == 1:  # most groups: the page wins alone
@@ -204,7 +202,7 @@ def _elect(ix: ServiceIndex, gid: int) -> None:
     ix.winners[gid] = winner
 
 
-def _check_against_winners(ix: ServiceIndex, gids: list[int]) -> set[str]:
+def _check_against_winners(ix: IndexState, gids: list[int]) -> set[str]:
     """Verify each loser of the groups `gids` against its winner, every group's pairs
     compared at once (`PageTable.resemblance`: on a Spark add, where the saved sketches
     are); returns the pages whose row changed."""

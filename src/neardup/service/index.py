@@ -81,13 +81,13 @@ from neardup.service.layout import (
 from neardup.service.lengths import LengthMap
 from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
 from neardup.service.overlay import FoldRule
-from neardup.service.pages import PAGE_ARRAYS, PageRef, PageTable
+from neardup.service.pages import PAGE_ARRAYS, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
 from neardup.service.saved_search import Found, PairsToScore
 from neardup.service.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph, saved_node_keys
+from neardup.service.state import IndexState
 from neardup.service.storage import (
-    MAX_REDIRECTS,
     SERVICE_KIND,
     invariant_errors,
     segment_rows,
@@ -161,6 +161,35 @@ class ServiceIndex:
         except BaseException:
             self.close()
             raise
+
+    # The state in memory (`state.IndexState`), read through the index.
+    @property
+    def pages(self) -> PageTable:
+        return self.state.pages
+
+    @property
+    def groups(self) -> GroupMembers:
+        return self.state.groups
+
+    @property
+    def winners(self) -> Winners:
+        return self.state.winners
+
+    @property
+    def scan_graph(self) -> ScanGraph:
+        return self.state.scan_graph
+
+    @property
+    def store_rows(self) -> SignatureStore:
+        return self.state.store_rows
+
+    @property
+    def redirects(self) -> RedirectGraph:
+        return self.state.redirects
+
+    @property
+    def next_group(self) -> int:
+        return self.state.next_group
 
     def _open(self, settings: Settings | None, options: ServiceOptions | None) -> None:
         manifest = read_manifest(self.store)
@@ -319,13 +348,11 @@ class ServiceIndex:
         if self.writer is not None and at is None and state.pages.column("slot").null_count:
             manifest, state = self._give_slots(manifest, state)
         self.manifest = manifest
-        self.next_group = int(manifest.meta.get("next_group", 1))
         self.graph_meta: dict[str, Any] | None = manifest.meta.get("graph")
         # The graph's changes since the save that this version names (None: none).
         self.changes_meta = _changes_of(manifest) if changes is not None else None
-        self.redirects = RedirectGraph()
         o = self.options
-        self.store_rows = SignatureStore(
+        store_rows = SignatureStore(
             self.settings.num_perm,
             o.dims,
             self.threshold,
@@ -334,6 +361,9 @@ class ServiceIndex:
             o.rho,
             self.bands,
             self.rows,
+        )
+        st = self.state = IndexState(
+            self.settings, o, store_rows, int(manifest.meta.get("next_group", 1))
         )
         saved_keys = None  # the band keys the saved graph filed the replayed nodes under
         replay = None  # the rows to replay into the graph (None: every row since the save)
@@ -345,14 +375,14 @@ class ServiceIndex:
                 slot_changes_into(saved, changes)
                 after = state.pages.column("version").to_numpy()
                 replay = tail[after > int(self.changes_meta["version"])]
-            self.pages, self.groups, self.winners, saved_keys = self._saved_tables(
+            st.pages, st.groups, st.winners, saved_keys = self._saved_tables(
                 self.graph_meta, saved, state, tail if replay is None else replay
             )
             self._written = [tail]  # rows that differ from the save's (`_save_graph_now`)
         else:
             # The pages as columns (`pages.PageTable`): one signature matrix, no object a
             # page.
-            self.pages = PageTable.from_rows(
+            st.pages = PageTable.from_rows(
                 state.pages, state.signatures, state.dim_lengths, self.settings.num_perm, o.dims
             )
             # Which pages were written after the saved graph (to replay), by row version.
@@ -362,24 +392,21 @@ class ServiceIndex:
                 newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
                 tail = slot_col.to_numpy()[newer]
             # The groups and winners as arrays (`members.py`): no object a page or a group.
-            self.groups = GroupMembers(self.pages)
-            self.winners = Winners(state.groups)
+            st.groups = GroupMembers(st.pages)
+            st.winners = Winners(state.groups)
         t = self.pages
         n = t.n
         del state  # its columns and signatures are the table's now: freed before the graph
-        # The slot of each redirecting page, by URL: popularity reads the in-links of a
-        # group's pages' redirect sources, which no lookup of the batch's pages found.
-        self._redirect_slot: dict[str, int] = {}
         for slot, target in t.redirect.items():
             source = t.url_at(slot)
-            self._redirect_slot[source] = slot
-            self.redirects.set(source, None, target)
+            st.redirect_slot[source] = slot
+            st.redirects.set(source, None, target)
         if o.tier2 != "bands":  # tier 2's own row store holds the sketched pages again
             has = np.flatnonzero(t.has_sig[:n] & (t.length[:n] > 0))
             for slot in has.tolist():
                 self.store_rows.put(t.url_at(slot), t.sigs[slot], t.lens[slot])
         with _no_collection():
-            self.scan_graph = ScanGraph(self.settings, t, saved)
+            st.scan_graph = ScanGraph(self.settings, t, saved)
             if saved is None:  # no saved graph: built at once from the pages
                 self.graph_meta = None
                 all_slots = np.arange(n, dtype=np.int64)
@@ -587,8 +614,8 @@ class ServiceIndex:
         with self.lock:
             assert pages.n == self.pages.n, "the saved pages are not the ones in memory"
             mapped.verifications = self.scan_graph.verifications
-            self.pages, self.groups, self.winners = pages, groups, winners
-            self.scan_graph = mapped
+            st = self.state
+            st.pages, st.groups, st.winners, st.scan_graph = pages, groups, winners, mapped
             self.graph_meta = graph
             self.graph_tail = 0
             self._written = [np.empty(0, np.int64)]
@@ -601,7 +628,7 @@ class ServiceIndex:
         overlay then stays as small as the writer's)."""
         with self.lock, _no_collection():
             try:
-                compute_batch(self, prepared)
+                compute_batch(self.state, prepared)
                 self.pages.settle()
                 self.groups.settle()
                 self.winners.settle()
@@ -654,19 +681,7 @@ class ServiceIndex:
 
     def resolve(self, url: str) -> tuple[str, list[str]]:
         """Final URL of a redirect chain (and the chain), stopping at cycles or 32 hops."""
-        chain = [url]
-        seen = {url}
-        cur = url
-        for _ in range(MAX_REDIRECTS):
-            p = self.pages.get(cur)
-            if p is None or p.removed or not p.redirect_to:
-                break
-            cur = p.redirect_to
-            if cur in seen:
-                break
-            seen.add(cur)
-            chain.append(cur)
-        return cur, chain
+        return self.state.resolve(url)
 
     def status(self, url: str) -> dict[str, Any] | None:
         """Group, winner and duplicate status of a stored URL (following redirects)."""
@@ -732,12 +747,7 @@ class ServiceIndex:
 
     def popularity(self, url: str) -> int:
         """In-links of `url` plus those of every page redirecting to it (see popularity.py)."""
-        return self.redirects.popularity(url, self._links_in)
-
-    def _links_in(self, url: str) -> int:
-        slot = self._redirect_slot.get(url)
-        p = self.pages.get(url) if slot is None else PageRef(self.pages, slot)
-        return 0 if p is None or p.removed else p.links_in
+        return self.state.popularity(url)
 
     def resemblance_to_winner(self, signature: np.ndarray | None, gid: int) -> float | None:
         """Estimated resemblance of a sketch to group `gid`'s winner (the share of equal
@@ -897,7 +907,7 @@ class ServiceIndex:
                         graph.found, pages.found = found["class"][0], found["page"][0]
                     pages.score_elsewhere = score
                     graph.saved_keys = node_keys
-                    report, dirty_pages, dirty_groups, dropped = compute_batch(self, prepared)
+                    report, dirty_pages, dirty_groups, dropped = compute_batch(self.state, prepared)
                     self._write(dirty_pages, dirty_groups, dropped)
                     self.pages.settle()
                     self.groups.settle()
@@ -918,33 +928,6 @@ class ServiceIndex:
         _settle()
         report.seconds = time.perf_counter() - t0
         return report
-
-    def _new_group(self) -> int:
-        gid = self.next_group
-        self.next_group += 1
-        return gid
-
-    def _set_signature(
-        self, p: PageRef, sig: np.ndarray | None, length: int, lens: np.ndarray | None = None
-    ) -> None:
-        """Set a page's sketch and keep the tier-2 row store in step. A page without
-        shingles stays out of the store: its all-empty signature would match every other."""
-        self.scan_graph.signature_changing(p.slot)
-        self.pages.set_signature(p.slot, sig, length, lens)
-        if self.options.tier2 == "bands":
-            return  # checks go through the scan's band index: no second copy of the rows
-        if sig is None or length == 0 or lens is None:
-            self.store_rows.drop(p.url)
-        else:
-            self.store_rows.put(p.url, sig, lens)
-
-    def _set_redirect(self, p: PageRef, target: str | None) -> None:
-        self.redirects.set(p.url, p.redirect_to, target)
-        if target:
-            self._redirect_slot[p.url] = p.slot
-        else:
-            self._redirect_slot.pop(p.url, None)
-        p.redirect_to = target
 
     # ---------------------------------------------------------------- writes
 
