@@ -11,7 +11,9 @@ import pytest
 
 import neardup.pipeline.executors.spark.ingest as spark_ingest
 from neardup.config import Settings
-from neardup.pipeline.executors.spark.ingest import INGEST_TABLES, INPUT_FILE, ingest_input
+from neardup.ingest.input_ranges import InputRange
+from neardup.pipeline.executors.spark.ingest import INGEST_TABLES, RANGE_FILE, ingest_range
+from neardup.pipeline.executors.spark.ingest_ranges import RANGE_IDX, RangeShift
 from neardup.pipeline.executors.spark.run_parts import (
     RUN_PART,
     SIZED,
@@ -29,6 +31,12 @@ def _jsonl(path, n, first=0):
             if i % 10 == 3:
                 out.write("\n")  # blank lines are not records
     return path
+
+
+def ingest_input(idx, path, settings, work):
+    """Ingest the whole file `path` as range `idx`: (records, pages with text by format)."""
+    count, formats = ingest_range(idx, InputRange(path, "jsonl"), None, settings, None, work)
+    return count.records, formats
 
 
 def test_a_failing_input_leaves_no_file(tmp_path, monkeypatch):
@@ -49,7 +57,7 @@ def test_a_failing_input_leaves_no_file(tmp_path, monkeypatch):
     monkeypatch.setattr(spark_ingest, "TEXT_ROWS", 100)
     work = tmp_path / "work"
     with pytest.raises(OSError, match="disk went away"):
-        ingest_input(0, str(src), None, Settings(), None, work)
+        ingest_input(0, str(src), Settings(), work)
     assert calls["n"] == 2
     left = [p for folder in INGEST_TABLES for p in (work / folder).glob("*")]
     assert left == []
@@ -64,7 +72,7 @@ def test_run_parts_hold_every_text_row_in_document_order(tmp_path):
     counts = []
     for idx, (n, first) in enumerate([(1200, 0), (700, 5000)]):
         src = _jsonl(tmp_path / f"in{idx}.jsonl", n, first)
-        records, formats = ingest_input(idx, str(src), None, settings, None, work)
+        records, formats = ingest_input(idx, str(src), settings, work)
         assert sum(formats.values()) == n  # every record has text
         counts.append(records)
     assert counts == [1200, 700]  # one record per non-blank line
@@ -84,7 +92,7 @@ def test_run_parts_hold_every_text_row_in_document_order(tmp_path):
     minhash = pq.read_table(staging / "sketches.parquet" / RUN_PART.format(1)).column("minhash")
     assert minhash.type.list_size == settings.num_perm
     assert min(v for row in minhash.to_pylist()[:5] for v in row) >= 0  # widened uint32
-    texts = pq.read_table(work / "ingest_texts" / INPUT_FILE.format(1))
+    texts = pq.read_table(work / "ingest_texts" / RANGE_FILE.format(1))
     assert texts.column("doc_id").to_pylist()[:3] == [0, 1, 2]  # task-local ids in the work file
 
 
@@ -98,10 +106,8 @@ def test_pages_parts_join_records_sketches_and_the_inputs_sized_rows(tmp_path):
     src0 = _jsonl(tmp_path / "in0.jsonl", 30, 0)
     with open(src0, "a", encoding="utf-8") as out:  # a record without text: skipped
         out.write(json.dumps({"url": "https://site.test/empty", "text": ""}) + "\n")
-    n0, _ = ingest_input(0, str(src0), None, settings, None, work)
-    n1, _ = ingest_input(
-        1, str(_jsonl(tmp_path / "in1.jsonl", 20, 100)), None, settings, None, work
-    )
+    n0, _ = ingest_input(0, str(src0), settings, work)
+    n1, _ = ingest_input(1, str(_jsonl(tmp_path / "in1.jsonl", 20, 100)), settings, work)
     assert (n0, n1) == (31, 20)
     # doc 5 (input 0) and doc 40 (input 1, its 10th record) in one cluster led by doc 5
     rows = {
@@ -109,7 +115,7 @@ def test_pages_parts_join_records_sketches_and_the_inputs_sized_rows(tmp_path):
         1: [(40, 5, 5, 40, 40, 0.95, 2)],
     }
     for idx, part in rows.items():
-        folder = work / SIZED / f"input_idx={idx}"
+        folder = work / SIZED / f"{RANGE_IDX}={idx}"
         folder.mkdir(parents=True)
         columns = list(zip(*part, strict=True))
         table = pa.Table.from_arrays(
@@ -118,8 +124,8 @@ def test_pages_parts_join_records_sketches_and_the_inputs_sized_rows(tmp_path):
         )
         pq.write_table(table, folder / "part-0.parquet")
     skipped = [
-        write_pages_part(idx, shift, work, staging, settings.min_tokens)
-        for idx, shift in ((0, 0), (1, n0))
+        write_pages_part(RangeShift(idx, shift, end), work, staging, settings.min_tokens)
+        for idx, shift, end in ((0, 0, n0), (1, n0, n0 + n1))
     ]
     parts = sorted((staging / "pages.parquet").glob("*.parquet"))
     assert [p.name for p in parts] == [RUN_PART.format(0), RUN_PART.format(1)]

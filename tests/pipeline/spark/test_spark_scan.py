@@ -150,3 +150,33 @@ def test_text_corpus_without_links_gives_identical_tables(spark, tmp_path):  # n
     assert pq.read_table(spark_run.path / "links.parquet").num_rows == 0
     assert pq.read_table(spark_run.path / "clusters.parquet").num_rows > 0
     assert spark_run.summary["records"] == embedded.summary["records"] == 3000
+
+
+def test_files_cut_into_ranges_give_identical_tables(spark, demo_crawl, tmp_path, monkeypatch):  # noqa: F811
+    """With a small range target, the demo crawl's WARCs (a gzip member per record) and a
+    JSONL file are cut into several ranges each, the embedded engine's ranges, one Spark
+    task each: every table is the embedded engine's, row for row, the JSONL line numbers
+    of the later ranges and the links between pages of different ranges included."""
+    import pyarrow.compute as pc
+
+    from neardup.ingest.input_ranges import RANGE_BYTES_VARIABLE, plan_ranges
+    from neardup.ingest.readers import expand_inputs
+    from neardup.synth.webtext import write_webtext
+
+    text = tmp_path / "pages.jsonl"
+    write_webtext(text, 600, copies=0.2)
+    paths = [*(str(p) for p in demo_crawl.warc_paths), str(text)]
+    monkeypatch.setenv(RANGE_BYTES_VARIABLE, str(128 << 10))
+    ranges = plan_ranges(expand_inputs(paths))
+    assert {r.cut for r in ranges} == {"members", "lines"}
+    assert len(ranges) >= len(paths) + 10  # every file cut, the JSONL one in many
+    embedded = neardup.scan(paths, tmp_path / "embedded", workers=2)
+    spark_run = neardup.scan(paths, tmp_path / "spark", engine="spark")
+    assert_same_run(embedded.path, spark_run.path)
+    parts = sorted((spark_run.path / "pages.parquet").glob("*.parquet"))
+    assert len(parts) == len(ranges)  # a task, and a part, per range
+    pages = pq.read_table(spark_run.path / "pages.parquet")
+    offsets = pages.filter(pc.equal(pages.column("source"), str(text)))
+    assert offsets.column("record_offset").to_pylist() == list(range(600))  # lines go on
+    assert pq.read_table(spark_run.path / "clusters.parquet").num_rows > 0
+    assert pq.read_table(spark_run.path / "links.parquet").num_rows > 0

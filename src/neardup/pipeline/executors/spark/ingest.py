@@ -1,27 +1,30 @@
-"""Ingest on Spark: one task per input file, the embedded engine's readers, extractors and
-sketch, each task writing its input's tables itself.
+"""Ingest on Spark: one task per range of an input (`spark/ingest_ranges.py`, the embedded
+engine's splitting rule), the embedded engine's readers, extractors and sketch, each task
+writing its range's tables itself.
 
 Document ids must be the embedded engine's (input order, then record order), so a task
 numbers its records from 0 and the ids are shifted afterwards by the record counts of the
-inputs before it, which are a few numbers to collect. A local path is opened by the task
-itself (a shared file system on a cluster); a URI (`s3a://`, `hdfs://`, `file://`) is read by
-Spark's `binaryFile` source, and its bytes are spilled to a temporary file so the same
-readers apply. A JSONL file is read in blocks of lines, parsed in the task, as the embedded
-engine's workers parse them.
+ranges before it, which are a few numbers to collect; a JSONL range numbers its lines from 0
+too, and its `record_offset`s are shifted by the lines of the earlier ranges of its file
+where the records are read (`RANGES_SCHEMA`'s `lines_before`). A local path is opened by the
+task itself, which seeks to its range (a shared file system on a cluster); a URI (`s3a://`,
+`hdfs://`, `file://`) is read whole by Spark's `binaryFile` source, and its bytes are
+spilled to a temporary file so the same readers apply. A JSONL file is read in blocks of
+lines, parsed in the task, as the embedded engine's workers parse them.
 
-Why a task writes its own Parquet files (`pyarrow`, one file per input and table) instead of
+Why a task writes its own Parquet files (`pyarrow`, one file per range and table) instead of
 handing rows to Spark's writer: the page text is the bulk of every table, and every hop it
 takes costs; through Spark it went Python -> Arrow -> JVM rows -> Parquet, and then had to be
 sorted globally (a shuffle of all the text) to be written in document order for the run. A
-file per input already holds its rows in record order, so the run's `page_text`,
-`sketches` and `pages` are written from them input by input (`spark/run_parts.py`), ids
-shifted, part files named in input order: document order without a sort. The sketch is
+file per range already holds its rows in record order, so the run's `page_text`,
+`sketches` and `pages` are written from them range by range (`spark/run_parts.py`), ids
+shifted, part files named in range order: document order without a sort. The sketch is
 computed here too, while the text is in memory, instead of reading all the text again in a
 separate job; the stage order stays the shared one (ingest, then sketch), Spark simply runs
 the two in one task.
 
-A task writes each file under a temporary name and renames it when the input is done, so a
-retried or speculative task leaves one whole file per input.
+A task writes each file under a temporary name and renames it when the range is done, so a
+retried or speculative task leaves one whole file per range.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import os
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -43,21 +46,23 @@ import pyarrow.parquet as pq
 
 from neardup.config import Settings
 from neardup.ingest.eligibility import rule_of
-from neardup.ingest.readers import iter_record_units
+from neardup.ingest.input_ranges import InputRange, iter_range_units
+from neardup.ingest.readers import iter_input_units, iter_record_units
 from neardup.ingest.tables import LineBlock
 from neardup.kernels import SIGNATURE_DTYPE, sketch_arrow
+from neardup.pipeline.executors.spark.ingest_ranges import RANGE_IDX, RangeCount
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA, _BatchTables, _extract_task, _units
 from neardup.pipeline.steps.near_pairs import page_keys
 
-# The work folders of the per-input files; each file carries its input's index.
-RECORDS = "ingest_records"  # pages_raw rows (task-local ids)
+# The work folders of the per-range files; each file carries its range's index.
+RECORDS = "ingest_records"  # pages_raw rows (task-local ids and line numbers)
 TEXTS = "ingest_texts"  # the text rows with their sketch and page key
 LINKS = "ingest_links"  # one row per link, in page order
 INGEST_TABLES = (RECORDS, TEXTS, LINKS)
-INPUT_FILE = "input-{:05d}.parquet"
+RANGE_FILE = "range-{:05d}.parquet"
 
-_INPUT_IDX = pa.field("input_idx", pa.int32())
-RECORDS_SCHEMA = PAGES_RAW_SCHEMA.append(_INPUT_IDX)
+_RANGE_IDX = pa.field(RANGE_IDX, pa.int32())
+RECORDS_SCHEMA = PAGES_RAW_SCHEMA.append(_RANGE_IDX)
 SKETCH_FIELDS = [
     pa.field("n_tokens", pa.int32()),
     pa.field("n_shingles", pa.int32()),
@@ -72,7 +77,7 @@ TEXTS_SCHEMA = pa.schema(
         pa.field("text", pa.string()),
         *SKETCH_FIELDS,
         pa.field("order_key", pa.int64()),  # the page key (`near_pairs.page_keys`)
-        _INPUT_IDX,
+        _RANGE_IDX,
     ]
 )
 LINKS_SCHEMA = pa.schema(
@@ -80,17 +85,29 @@ LINKS_SCHEMA = pa.schema(
         pa.field("src_doc", pa.int64()),
         pa.field("pos", pa.int32()),
         pa.field("dst_url", pa.string()),
-        _INPUT_IDX,
+        _RANGE_IDX,
     ]
 )
-# Per input: its records, and its pages with text by format (a JSON object).
+# Per range: its records, its lines (a JSONL range), its pages with text by format (a JSON
+# object).
 SUMMARY_SCHEMA = pa.schema(
-    [_INPUT_IDX, pa.field("records", pa.int64()), pa.field("formats", pa.string())]
+    [
+        _RANGE_IDX,
+        pa.field("records", pa.int64()),
+        pa.field("lines", pa.int64()),
+        pa.field("formats", pa.string()),
+    ]
 )
-# One row per input for the per-input tasks after the ingest: its document ids are
-# [shift, end).
-RANGES_SCHEMA = pa.schema([_INPUT_IDX, pa.field("shift", pa.int64()), pa.field("end", pa.int64())])
-INPUTS_SCHEMA = "input_idx int, path string, content binary"
+# One row per range for the per-range tasks after the ingest (`ingest_ranges.RangeShift`):
+# its document ids are [shift, end), its line numbers move by `lines_before`.
+RANGES_SCHEMA = pa.schema(
+    [
+        _RANGE_IDX,
+        pa.field("shift", pa.int64()),
+        pa.field("end", pa.int64()),
+        pa.field("lines_before", pa.int64()),
+    ]
+)
 
 # Rows buffered before a row group is written (and, for texts, sketched in one call): large
 # enough that a kernel call or a row group costs nothing per row, small enough that a Spark
@@ -105,19 +122,28 @@ COMPRESSION = "zstd"  # measured against snappy and lz4 on web text: as fast, a 
 WORK_TEXT_OPTIONS: dict[str, Any] = {
     "compression": {"text": "none"}
     | {f.name: COMPRESSION for f in SKETCH_FIELDS}
-    | {"doc_id": COMPRESSION, "order_key": COMPRESSION, "input_idx": COMPRESSION},
-    "use_dictionary": ["input_idx"],
+    | {"doc_id": COMPRESSION, "order_key": COMPRESSION, RANGE_IDX: COMPRESSION},
+    "use_dictionary": [RANGE_IDX],
 }
 
 
 def _records_of(
-    path: str, content: bytes | None, base_url: str | None, max_payload_bytes: int
+    rng: InputRange,
+    content: bytes | None,
+    base_url: str | None,
+    max_payload_bytes: int,
+    on_lines: Callable[[int], None],
 ) -> Iterator[Any]:
-    """The record units of one input (records, or blocks of JSONL lines), from its path or
-    from its bytes."""
+    """The record units of one range (records, or blocks of JSONL lines), read from its
+    file by the splitting rule's reader, or from its bytes (a URI's whole file)."""
     if content is None:
-        yield from iter_record_units([path], base_url, max_payload_bytes)
+
+        def whole(path: str, kind: str) -> Iterator[Any]:
+            return iter_input_units(path, kind, base_url, max_payload_bytes)
+
+        yield from iter_range_units(rng, whole, max_payload_bytes, on_lines)
         return
+    path = rng.path
     name = PurePosixPath(path).name  # keeps the suffix the readers detect formats by
     with tempfile.TemporaryDirectory(prefix="neardup-spark-") as tmp:
         local = os.path.join(tmp, name)
@@ -134,7 +160,7 @@ def _records_of(
 @contextlib.contextmanager
 def _committed(files: Sequence[_TableFile]) -> Iterator[None]:
     """Commit every file of `files` when the block ends, or abandon them all when it fails:
-    an input's files are whole or absent."""
+    a range's files are whole or absent."""
     try:
         yield
     except BaseException:
@@ -146,31 +172,31 @@ def _committed(files: Sequence[_TableFile]) -> Iterator[None]:
 
 
 class _TableFile:
-    """One per-input Parquet file, written by row groups under a temporary name and renamed
+    """One per-range Parquet file, written by row groups under a temporary name and renamed
     into place by `commit`."""
 
     def __init__(
         self,
         folder: Path,
-        input_idx: int,
+        range_idx: int,
         schema: pa.Schema,
         rows: int,
         name: str = "",
         **options: Any,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / (name or INPUT_FILE.format(input_idx))
+        self.path = folder / (name or RANGE_FILE.format(range_idx))
         self.tmp = folder / f".{self.path.name}.{uuid.uuid4().hex}.tmp"
         self.schema = schema
         self.rows = rows
-        self.input_idx = input_idx
+        self.range_idx = range_idx
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
         options.setdefault("compression", COMPRESSION)
         self.writer = pq.ParquetWriter(self.tmp, schema, **options)
 
     def add(self, batch: pa.RecordBatch) -> bool:
-        """Buffer `batch` (without the input index); whether a row group is due."""
+        """Buffer `batch` (without the range index); whether a row group is due."""
         if batch.num_rows:
             self.pending.append(batch)
             self.pending_rows += batch.num_rows
@@ -185,9 +211,9 @@ class _TableFile:
         return table
 
     def write(self, table: pa.Table) -> None:
-        """Write `table` with the input's index as its last column."""
-        idx = pa.array(np.full(table.num_rows, self.input_idx, dtype=np.int32))
-        self.writer.write_table(table.append_column(_INPUT_IDX, idx), row_group_size=self.rows)
+        """Write `table` with the range's index as its last column."""
+        idx = pa.array(np.full(table.num_rows, self.range_idx, dtype=np.int32))
+        self.writer.write_table(table.append_column(_RANGE_IDX, idx), row_group_size=self.rows)
 
     def write_rows(self, columns: list[Any]) -> None:
         """Write one row group of `columns`, the file's whole schema."""
@@ -243,24 +269,24 @@ def _link_rows(links: pa.RecordBatch) -> pa.RecordBatch:
     )
 
 
-def ingest_input(
-    input_idx: int,
-    path: str,
+def ingest_range(
+    range_idx: int,
+    rng: InputRange,
     content: bytes | None,
     settings: Settings,
     base_url: str | None,
     work: Path,
-) -> tuple[int, Counter[str]]:
-    """Read, extract and sketch one input, writing its three files into `work`; the number
-    of records (every one, skipped or not: the ids count them all) and the pages with text
-    by format."""
-    records = _TableFile(work / RECORDS, input_idx, RECORDS_SCHEMA, RECORD_ROWS)
-    texts = _TableFile(work / TEXTS, input_idx, TEXTS_SCHEMA, TEXT_ROWS, **WORK_TEXT_OPTIONS)
-    links = _TableFile(work / LINKS, input_idx, LINKS_SCHEMA, RECORD_ROWS)
+) -> tuple[RangeCount, Counter[str]]:
+    """Read, extract and sketch one range, writing its three files into `work`; its count
+    (records, lines) and its pages with text by format."""
+    records = _TableFile(work / RECORDS, range_idx, RECORDS_SCHEMA, RECORD_ROWS)
+    texts = _TableFile(work / TEXTS, range_idx, TEXTS_SCHEMA, TEXT_ROWS, **WORK_TEXT_OPTIONS)
+    links = _TableFile(work / LINKS, range_idx, LINKS_SCHEMA, RECORD_ROWS)
     files = (records, texts, links)
     urls: list[str | None] = []  # the URL of each buffered text row
     rule = rule_of(settings)
     first = 0
+    lines: list[int] = []  # told by the reader of a JSONL range, once it is read
     formats: Counter[str] = Counter()
 
     def flush_texts() -> None:
@@ -270,7 +296,7 @@ def ingest_input(
             urls.clear()
 
     with _committed(files):
-        units = _records_of(path, content, base_url, settings.max_payload_bytes)
+        units = _records_of(rng, content, base_url, settings.max_payload_bytes, lines.append)
         for unit in _units(units, settings):
             batch: _BatchTables = _extract_task(
                 (unit, settings.max_payload_bytes, settings.extract_links, rule, None, True)
@@ -290,52 +316,24 @@ def ingest_input(
             if rest is not None:
                 table.write(rest)
         flush_texts()
-    return first, formats
+    return RangeCount(range_idx, first, sum(lines)), formats
 
 
 def ingest_partition(
     batches: Iterator[pa.RecordBatch], settings: Settings, base_url: str | None, work: str
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: every input row of the partition ingested; one summary row each."""
+    """mapInArrow body over `TASKS_SCHEMA` rows: every range of the partition ingested; one
+    summary row each."""
     for batch in batches:
         for row in batch.to_pylist():
-            count, formats = ingest_input(
-                row["input_idx"], row["path"], row["content"], settings, base_url, Path(work)
+            rng = InputRange(row["path"], row["kind"], row["start"], row["stop"], row["cut"])
+            count, formats = ingest_range(
+                row[RANGE_IDX], rng, row["content"], settings, base_url, Path(work)
             )
-            summary = {"input_idx": row["input_idx"], "records": count}
-            summary["formats"] = json.dumps(dict(formats))
+            summary = {
+                RANGE_IDX: count.range_idx,
+                "records": count.records,
+                "lines": count.lines,
+                "formats": json.dumps(dict(formats)),
+            }
             yield pa.RecordBatch.from_pylist([summary], schema=SUMMARY_SCHEMA)
-
-
-def inputs_frame(spark: Any, inputs: list[str]) -> Any:
-    """(input_idx, path, content) rows, one partition per local input; URIs and their globs
-    expand through Spark's file listing (sorted), local inputs through `expand_inputs`."""
-    from neardup.ingest.readers import expand_inputs
-
-    rows: list[tuple[str, bool]] = []  # (path, is_uri) in input order
-    for path in inputs:
-        if "://" in path:
-            listed = spark.read.format("binaryFile").load(path).select("path").collect()
-            rows.extend((r["path"], True) for r in sorted(listed, key=lambda r: r["path"]))
-        else:
-            rows.extend((p, False) for p, _ in expand_inputs([path]))
-    if not rows:
-        raise ValueError("no input files found")
-    local = [(i, p, None) for i, (p, uri) in enumerate(rows) if not uri]
-    frames = []
-    if local:
-        rdd = spark.sparkContext.parallelize(local, len(local))
-        frames.append(spark.createDataFrame(rdd, INPUTS_SCHEMA))
-    uris = {p: i for i, (p, uri) in enumerate(rows) if uri}
-    if uris:
-        from pyspark.sql import functions as F
-
-        index = spark.createDataFrame(list(uris.items()), "path string, input_idx int")
-        content = spark.read.format("binaryFile").load(sorted({p for p in inputs if "://" in p}))
-        frames.append(
-            content.join(F.broadcast(index), "path").select("input_idx", "path", "content")
-        )
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
-    return frame

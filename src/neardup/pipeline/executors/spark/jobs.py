@@ -1,6 +1,7 @@
 """One scan's Spark jobs: the implementation of each shared stage (`StageSteps`) on Spark.
 
-ingest and sketch (one task per input file, writing its own files: `spark/ingest.py`) ->
+ingest and sketch (one task per range of an input, cut by the embedded engine's rule,
+writing its own files: `spark/ingest_ranges.py`, `spark/ingest.py`) ->
 equivalence classes (a window over the shingle-set fingerprint) -> bucket keys (Python
 tasks over the ingest files: `spark/signatures.py`) -> candidate pairs (the keys dealt by
 table and key, each partition's buckets paired by the embedded numba rule)
@@ -48,7 +49,14 @@ from neardup.pipeline.executors.spark.ingest import (
     TEXTS,
     TEXTS_SCHEMA,
     ingest_partition,
-    inputs_frame,
+)
+from neardup.pipeline.executors.spark.ingest_ranges import (
+    RANGE_IDX,
+    RangeCount,
+    RangeShift,
+    plan_tasks,
+    range_shifts,
+    tasks_frame,
 )
 from neardup.pipeline.executors.spark.kernels import (
     BUCKET_PAIRS_SCHEMA,
@@ -90,7 +98,7 @@ DRIVER_GRAPH_EDGES = 10_000_000
 # the hash of a part onto the partitions evens out.
 BLOB_PARTS = 4
 INGEST_SCHEMAS = {RECORDS: RECORDS_SCHEMA, TEXTS: TEXTS_SCHEMA, LINKS: LINKS_SCHEMA}
-# Work tables read as projections of the per-input ingest files (`SparkJobs.table`), never
+# Work tables read as projections of the per-range ingest files (`SparkJobs.table`), never
 # copied: (folder, its document id column, the columns).
 INGEST_VIEWS = {
     "pages_raw": (RECORDS, "doc_id", PAGES_RAW_SCHEMA.names),
@@ -156,9 +164,9 @@ class SparkJobs:
         self.base_url = base_url
         self.workers = workers
         self._stage = "start"
-        # (input index, its first doc id: the records of the inputs before it, the next
-        # input's first), set by the ingest stage
-        self.ranges: list[tuple[int, int, int]] = []
+        # Each ingest range's place in the run (its ids, its line numbers), set by the
+        # ingest stage
+        self.ranges: list[RangeShift] = []
         # The schema each work table was written with: reading it back with its schema
         # spares the Spark job that infers it from the files.
         self.schemas: dict[str, Any] = {
@@ -221,38 +229,46 @@ class SparkJobs:
         return reader.parquet(str(self.work / name))
 
     def _shifted(self, folder: str, id_column: str, columns: list[str]) -> Any:
-        """The per-input files of `folder` with each input's document ids shifted by the
-        records of the inputs before it (`ranges`, a broadcast join), so they are the
-        embedded engine's ids."""
+        """The per-range files of `folder` with each range's document ids shifted by the
+        records of the ranges before it, and its JSONL line numbers by the lines before it
+        in its file (`ranges`, a broadcast join), so they are the embedded engine's."""
         from pyspark.sql import functions as F
 
-        shifts = [(idx, first) for idx, first, _ in self.ranges] or [(0, 0)]
-        shift = self.spark.createDataFrame(shifts, "input_idx int, shift bigint")
-        return (
-            self._read(folder)
-            .join(F.broadcast(shift), "input_idx")
-            .withColumn(id_column, F.col(id_column) + F.col("shift"))
-            .select(*columns)
+        shifts = [(r.range_idx, r.shift, r.lines_before) for r in self.ranges] or [(0, 0, 0)]
+        shift = self.spark.createDataFrame(
+            shifts, f"{RANGE_IDX} int, shift bigint, lines_before bigint"
         )
+        frame = (
+            self._read(folder)
+            .join(F.broadcast(shift), RANGE_IDX)
+            .withColumn(id_column, F.col(id_column) + F.col("shift"))
+        )
+        if "record_offset" in columns:
+            frame = frame.withColumn(
+                "record_offset", F.col("record_offset") + F.col("lines_before")
+            )
+        return frame.select(*columns)
 
     def ingest(self, outcome: StagesOutcome) -> None:
-        """Each input read, extracted and sketched by one task that writes its own files
-        (`spark/ingest.py`); then the ids' shifts: the records of the inputs before each."""
+        """Each range of the inputs (`plan_tasks`: the embedded engine's ranges; a URI's
+        file whole) read, extracted and sketched by one task that writes its own files
+        (`spark/ingest.py`); then the ranges' shifts: the records of the ranges before
+        each, and the lines before it in its file."""
         self.current_stage = "ingest"
         settings, base_url, work = self.settings, self.base_url, str(self.work)
+        planned = plan_tasks(self.spark, self.inputs)
+        uri_inputs = [p for p in self.inputs if "://" in p]
         summary = (
-            inputs_frame(self.spark, self.inputs)
+            tasks_frame(self.spark, planned, uri_inputs)
             .mapInArrow(
                 on_one_thread(lambda it: ingest_partition(it, settings, base_url, work)),
                 _spark_schema(SUMMARY_SCHEMA),
             )
             .collect()
         )
-        total = 0
-        for row in sorted(summary, key=lambda r: r["input_idx"]):
-            self.ranges.append((row["input_idx"], total, total + row["records"]))
-            total += row["records"]
-        outcome.records = total
+        counts = [RangeCount(r[RANGE_IDX], r["records"], r["lines"]) for r in summary]
+        self.ranges = range_shifts(planned, counts)
+        outcome.records = self.ranges[-1].end if self.ranges else 0
         outcome.formats = Counter()
         for row in summary:
             outcome.formats.update(json.loads(row["formats"]))
@@ -298,7 +314,7 @@ class SparkJobs:
         parts = partitions * BLOB_PARTS
         work = str(self.work)
         bucket_pairs = self.save(
-            self._per_input(
+            self._per_range(
                 lambda it: rep_key_blobs(it, work, "non_reps", settings, parts), KEY_BLOBS_SCHEMA
             )
             .repartition(partitions, "part")
@@ -360,9 +376,11 @@ class SparkJobs:
         outcome.verified_pairs = self.rows("edges")
         outcome.pairs_rows = self.rows("pairs")
 
-    def _per_input(self, body: Any, schema: pa.Schema) -> Any:
-        """`body` (a mapInArrow function over RANGES_SCHEMA rows) run by one task per input."""
-        rows = self.spark.sparkContext.parallelize(self.ranges, max(1, len(self.ranges)))
+    def _per_range(self, body: Any, schema: pa.Schema) -> Any:
+        """`body` (a mapInArrow function over RANGES_SCHEMA rows) run by one task per
+        ingest range."""
+        places = [(r.range_idx, r.shift, r.end, r.lines_before) for r in self.ranges]
+        rows = self.spark.sparkContext.parallelize(places, max(1, len(places)))
         frame = self.spark.createDataFrame(rows, _spark_schema(RANGES_SCHEMA))
         return frame.mapInArrow(on_one_thread(body), _spark_schema(schema))
 
@@ -372,7 +390,7 @@ class SparkJobs:
         rows a join needs cross into Spark."""
         self.save(docs.distinct(), name)
         work = str(self.work)
-        return self._per_input(lambda it: wanted_signatures(it, work, name), WANTED_SCHEMA)
+        return self._per_range(lambda it: wanted_signatures(it, work, name), WANTED_SCHEMA)
 
     @staticmethod
     def _class_nodes(classes: Any) -> Any:
@@ -501,7 +519,7 @@ class SparkJobs:
         spark = self.spark
         # Only the pages of a class of several pages or of a class that is a node of the
         # graph: every other eligible page is alone in its cluster, component, identical
-        # group and class, and the task that writes its input's pages gives it that row
+        # group and class, and the task that writes its range's pages gives it that row
         # (`spark/run_parts.py`), so most pages never cross this job.
         # Saved: three plans read it (the pages that moved, their own rows, the others).
         assigned = self.save(
@@ -549,28 +567,33 @@ class SparkJobs:
             _spark_schema(ASSIGN_SCHEMA),
         )
         own.select(*ASSIGN_SCHEMA.names).unionByName(others).createOrReplaceTempView("assignments")
-        # Sized (the pages table's cluster sizes) and dealt by input: the task that writes an
-        # input's pages reads its folder (`spark/run_parts.py`).
-        firsts = np.array([first for _, first, _ in self.ranges], dtype=np.int64)
-        inputs = np.array([idx for idx, _, _ in self.ranges], dtype=np.int32)
+        # Sized (the pages table's cluster sizes) and dealt by range: the task that writes a
+        # range's pages reads its folder (`spark/run_parts.py`).
+        firsts = np.array([r.shift for r in self.ranges], dtype=np.int64)
+        indexes = np.array([r.range_idx for r in self.ranges], dtype=np.int32)
         schema = SIZED_SCHEMA.append(pa.field("input_idx", pa.int32()))
-        sized = spark.sql(sized_sql("assignments")).mapInArrow(
-            on_one_thread(lambda it: with_input_idx(it, firsts, inputs)), _spark_schema(schema)
+        sized = (
+            spark.sql(sized_sql("assignments"))
+            .mapInArrow(
+                on_one_thread(lambda it: with_input_idx(it, firsts, indexes)),
+                _spark_schema(schema),
+            )
+            .withColumnRenamed("input_idx", RANGE_IDX)  # a range's index, here
         )
         with named_jobs(spark, f"save {SIZED}"):
-            sized.repartition("input_idx").write.mode("overwrite").partitionBy("input_idx").parquet(
+            sized.repartition(RANGE_IDX).write.mode("overwrite").partitionBy(RANGE_IDX).parquet(
                 str(self.work / SIZED)
             )
 
     def publish(self) -> dict[str, Any]:
         """Write the run's tables into the staging folder as datasets, from the executors
-        (`spark/publish.py`; each input's pages, text and sketches by one task,
+        (`spark/publish.py`; each range's pages, text and sketches by one task,
         `spark/run_parts.py`); return the summary's figures. The work folder's
         intermediate tables are removed when they lie in the staging folder."""
         work, staging = str(self.work), str(self.staging)
         num_perm, min_tokens = self.settings.num_perm, self.settings.min_tokens
         keep_text = self.settings.keep_text
-        parts = self._per_input(
+        parts = self._per_range(
             lambda it: run_parts_partition(it, work, staging, num_perm, min_tokens, keep_text),
             PARTS_SCHEMA,
         )

@@ -3,13 +3,13 @@
 Why not through Spark's reader: a signature is a list of 128 integers, and the JVM decodes a
 Parquet list and converts it to Arrow one element at a time; at a million pages that cost
 several times the numba work that uses the signatures (the band keys: 25 task-seconds in
-Spark against 5 in Python for the same rows). Here each input's texts file is read by
-pyarrow, one task per input, and only the rows a step needs leave the task: every eligible
+Spark against 5 in Python for the same rows). Here each range's texts file is read by
+pyarrow, one task per ingest range, and only the rows a step needs leave the task: every eligible
 class representative for the band keys (`rep_key_blobs`), and the few pages of candidate
 pairs or moved clusters for the joins that compare signatures (`wanted_signatures`).
 
-Each task gets `RANGES_SCHEMA` rows (input_idx, shift, end): the input's document ids are
-[shift, end).
+Each task gets `RANGES_SCHEMA` rows (range_idx, shift, end, lines_before): the range's
+document ids are [shift, end).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
 from neardup.kernels.sorting import sorted_distinct
-from neardup.pipeline.executors.spark.ingest import INPUT_FILE, TEXTS
+from neardup.pipeline.executors.spark.ingest import RANGE_FILE, TEXTS
+from neardup.pipeline.executors.spark.ingest_ranges import RANGE_IDX
 from neardup.pipeline.executors.spark.kernels import binary_rows, key_blob_batches
 
 # The signatures as binary values (`kernels.binary_rows`): they cross joins in Spark.
@@ -44,24 +45,24 @@ def _doc_ids_in(folder: Path, lo: int, hi: int) -> np.ndarray:
     return sorted_distinct(table.column("doc_id").to_numpy())
 
 
-def _input_rows(
-    input_idx: int, shift: int, work: Path, columns: list[str]
+def _range_rows(
+    range_idx: int, shift: int, work: Path, columns: list[str]
 ) -> Iterator[pa.RecordBatch]:
-    """The text rows of one input with `columns`, doc ids shifted, in row groups."""
-    source = pq.ParquetFile(work / TEXTS / INPUT_FILE.format(input_idx))
+    """The text rows of one range with `columns`, doc ids shifted, in row groups."""
+    source = pq.ParquetFile(work / TEXTS / RANGE_FILE.format(range_idx))
     for batch in source.iter_batches(batch_size=_READ_ROWS, columns=["doc_id", *columns]):
         ids = pc.add(batch.column("doc_id"), pa.scalar(shift, pa.int64()))
         yield batch.set_column(0, "doc_id", ids)
 
 
 def rep_rows(
-    input_idx: int, shift: int, end: int, work: Path, non_reps: str, min_tokens: int
+    range_idx: int, shift: int, end: int, work: Path, non_reps: str, min_tokens: int
 ) -> Iterator[pa.RecordBatch]:
-    """(doc_id, minhash, supers, order_key) of the input's eligible pages that represent
+    """(doc_id, minhash, supers, order_key) of the range's eligible pages that represent
     their class (`non_reps`: the work table of those that do not)."""
     others = _doc_ids_in(work / non_reps, shift, end)
     columns = ["n_tokens", "n_shingles", "minhash", "supers", "order_key"]
-    for batch in _input_rows(input_idx, shift, work, columns):
+    for batch in _range_rows(range_idx, shift, work, columns):
         ids = batch.column("doc_id").to_numpy()
         keep = enough_words(
             batch.column("n_tokens").to_numpy(), batch.column("n_shingles").to_numpy(), min_tokens
@@ -74,11 +75,11 @@ def rep_key_blobs(
     batches: Iterator[pa.RecordBatch], work: str, non_reps: str, settings: Settings, parts: int
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over RANGES rows: the band-key blobs (`key_blob_batches`) of each
-    input's class representatives."""
+    range's class representatives."""
     for batch in batches:
         for row in batch.to_pylist():
             reps = rep_rows(
-                row["input_idx"],
+                row[RANGE_IDX],
                 row["shift"],
                 row["end"],
                 Path(work),
@@ -92,14 +93,14 @@ def wanted_signatures(
     batches: Iterator[pa.RecordBatch], work: str, wanted: str
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over RANGES rows: (doc_id, minhash, supers) of the pages of each
-    input listed in the work table `wanted` (doc ids)."""
+    range listed in the work table `wanted` (doc ids)."""
     for batch in batches:
         for row in batch.to_pylist():
             shift, end = row["shift"], row["end"]
             docs = _doc_ids_in(Path(work) / wanted, shift, end)
             if not docs.size:
                 continue
-            for rows in _input_rows(row["input_idx"], shift, Path(work), ["minhash", "supers"]):
+            for rows in _range_rows(row[RANGE_IDX], shift, Path(work), ["minhash", "supers"]):
                 keep = np.isin(rows.column("doc_id").to_numpy(), docs)
                 if keep.any():
                     found = rows.filter(pa.array(keep))
