@@ -29,7 +29,6 @@ from pathlib import Path
 
 _CHILD = """
 import json, os, resource, sys, time
-from functools import partial
 from neardup.service import PageUpdate, ServiceIndex
 work, increment, master = sys.argv[1], sys.argv[2], sys.argv[3]
 if master == "-":
@@ -39,6 +38,8 @@ ix = ServiceIndex(work)
 with open(increment, encoding="utf-8") as fh:
     ix.apply([PageUpdate(r["url"], text=r["text"]) for r in map(json.loads, fh)])
 band = [0.0]
+from neardup.service.band_save import fill_tables
+write_tables = fill_tables  # this process's, unless Spark's below
 try:  # (a checkout before the tables were written in place has no band_save)
     from neardup.service import band_buckets
     real = band_buckets.filled
@@ -58,7 +59,8 @@ if master != "-":
     context.parallelize(range(width), width).foreach(
         lambda _: __import__("neardup.service.prepare")
     )
-    ix.write_tables = partial(spark_feed.band_tables_on_spark, master=master, conf=None)
+    from neardup.service.engine_spark import SparkEngine
+    write_tables = SparkEngine(master).write_tables
 def machine_cpu():
     with open("/proc/stat") as fh:
         f = [int(x) for x in fh.readline().split()[1:]]
@@ -66,7 +68,7 @@ def machine_cpu():
 os.sync()
 load = os.getloadavg()[0]
 t0, r0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), machine_cpu()
-ix._save_graph_now()
+ix._save_graph_now(write_tables)
 os.sync()
 t1, r1, c1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), machine_cpu()
 pages = ix.pages.n

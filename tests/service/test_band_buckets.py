@@ -68,21 +68,19 @@ def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
     for at_least in (1, 2):
         got = {b: set(m) for b, m in bb.members(wanted, at_least).items()}
         assert got == reference_members(ref, wanted, at_least)
-    # The base's entries searched elsewhere (`preload`, what Spark's executors do), for
+    # The base's entries searched elsewhere (`preloaded`, what Spark's executors do), for
     # every key asked or only some (the others searched in the base here): the same.
     for asked in ([np.arange(7, dtype=np.int64)] * TABLES, [np.array([1, 4, 6])] * TABLES):
         found = []
         for t in range(TABLES):
             at = np.flatnonzero(np.isin(bb.base_keys[t], asked[t]))[::-1]  # any order
             found.append(Found.of(asked[t], bb.base_keys[t][at], bb.base_slots[t][at]))
-        bb.preload(found)
         searched = bb.base_searches
         for at_least in (1, 2):
-            got = {b: set(m) for b, m in bb.members(wanted, at_least).items()}
+            got = {b: set(m) for b, m in bb.members(wanted, at_least, found).items()}
             assert got == reference_members(ref, wanted, at_least)
         missed = sum(int(np.isin(wanted[t], asked[t], invert=True).sum()) for t in range(TABLES))
         assert bb.base_searches - searched == 2 * missed
-        bb.unload()
     for slot, ks in ref.items():
         assert keys_of(bb, slot) == ks.tolist()
 

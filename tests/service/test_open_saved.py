@@ -102,7 +102,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
     settings = Settings(max_bucket_pairs=3)
     ix = ServiceIndex(store, settings)
     with monkeypatch.context() as m:
-        m.setattr(ServiceIndex, "_save_graph_now", lambda self: None)
+        m.setattr(ServiceIndex, "_save_graph_now", lambda self, write_tables=None: None)
         twin = ServiceIndex(twin_store, settings)
     try:
         for k, batch in enumerate(_batches(texts, rng)):
@@ -129,7 +129,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
                 assert _graph(saved) == graph
             # The twin's files read the older way: every segment's rows, nothing saved.
             with monkeypatch.context() as m:
-                m.setattr(ServiceIndex, "_save_graph_now", lambda self: None)
+                m.setattr(ServiceIndex, "_save_graph_now", lambda self, write_tables=None: None)
                 twin.apply(batch)
                 assert read_manifest(twin_store).meta.get("graph") is None
                 with ServiceIndex(twin_store, read_only=True) as read_all:

@@ -13,6 +13,7 @@ from door_server import serving
 import neardup.service.index as index_module
 from neardup.service import PageUpdate, ServiceIndex
 from neardup.service.api import create_service_app
+from neardup.service.lookups import HERE
 
 
 def test_reads_answer_from_the_last_version_while_a_batch_computes(tmp_path, monkeypatch):
@@ -23,12 +24,12 @@ def test_reads_answer_from_the_last_version_while_a_batch_computes(tmp_path, mon
         computing, finish = threading.Event(), threading.Event()
         calls = []
 
-        def slow(index, prepared):  # the writer's copy computes until told to finish
+        def slow(index, prepared, lookups=HERE):  # the writer copy computes until told
             calls.append(index)
             if len(calls) == 1:
                 computing.set()
                 assert finish.wait(30)
-            return real(index, prepared)
+            return real(index, prepared, lookups)
 
         monkeypatch.setattr(index_module, "compute_batch", slow)
         app = create_service_app(ix, "t", rate=None)

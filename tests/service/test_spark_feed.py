@@ -9,6 +9,7 @@ for page status, whichever engine added which file, and with pages removed."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,9 @@ from run_groups import scan_groups
 from spark_session import spark  # noqa: F401 - the fixture
 
 from neardup.service import ServiceIndex
+from neardup.service.band_save import fill_tables
 from neardup.service.feed import add_files
+from neardup.service.lookups import HERE
 
 
 def _groups(store: Path) -> set[frozenset[str]]:
@@ -127,18 +130,22 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     def read(graph, pages) -> int:  # saved sketches read here: compared, or for keys
         return pages.saved_rows_compared + graph.sketch_key_reads
 
-    def spy(self, prepared, t0=None, found=None, score=None, node_keys=None):
+    def spy(self, prepared, t0=None, lookups=HERE, write_tables=fill_tables):
         graph, pages = self.scan_graph, self.pages  # (a save during the batch maps new ones)
         before, compared = searched(graph, pages), read(graph, pages)
         sent: list[int] = []
+        score = lookups.score
 
         def counted(folder, pairs):
             sent.append(int(pairs.a.size))
             return score(folder, pairs)
 
-        got = real(self, prepared, t0, found, None if score is None else counted, node_keys)
+        if score is not None:
+            lookups = replace(lookups, score=counted)
+        got = real(self, prepared, t0, lookups, write_tables)
         here = read(graph, pages) - compared
-        applied.append((found is not None, score is not None, searched(graph, pages) - before))
+        found = lookups.band is not None
+        applied.append((found, score is not None, searched(graph, pages) - before))
         removal = all(u.remove for u in prepared.updates.values())
         compares.append((score is not None, removal, here, sum(sent)))
         return got
@@ -191,9 +198,9 @@ def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors
     saves: list[str] = []
     real_save = ServiceIndex._save_graph_now
 
-    def counted(self):
+    def counted(self, write_tables=fill_tables):
         saves.append(str(self.store))
-        return real_save(self)
+        return real_save(self, write_tables)
 
     monkeypatch.setattr(ServiceIndex, "_save_graph_now", counted)
     add_files(stores["embedded"], files[1:], batch=50, workers=1)
@@ -244,9 +251,10 @@ def test_a_small_batch_of_a_spark_add_runs_no_job_of_its_own(
     sizes: list[tuple[int, bool]] = []
     real = ServiceIndex.apply_prepared
 
-    def spy(self, prepared, t0=None, found=None, score=None, node_keys=None):
-        sizes.append((len(prepared.updates), found is not None and score is not None))
-        return real(self, prepared, t0, found, score, node_keys)
+    def spy(self, prepared, t0=None, lookups=HERE, write_tables=fill_tables):
+        elsewhere = lookups.band is not None and lookups.score is not None
+        sizes.append((len(prepared.updates), elsewhere))
+        return real(self, prepared, t0, lookups, write_tables)
 
     monkeypatch.setattr(ServiceIndex, "apply_prepared", spy)
     monkeypatch.setattr(spark_feed_module, "EXECUTORS_FROM", 12)

@@ -57,10 +57,8 @@ class BandBuckets:
         self.delta_slots = [_EMPTY_IDS] * tables
         self.new_keys: dict[int, np.ndarray] = {}  # keys of the nodes in the delta
         self.stashed: dict[int, np.ndarray] = {}  # keys of base nodes from before a change
-        # The base's entries for some keys a table, found elsewhere (`preload`: Spark's
-        # executors searched the saved files); a key asked of the base that is not among
-        # them is searched in the base here (`base_searches` counts those keys).
-        self.preloaded: list[Found] | None = None
+        # Keys asked of the base that no search elsewhere answered (`members`'s
+        # `preloaded`), searched in the base here, counted.
         self.base_searches = 0
 
     def keys_of(self, slot: int) -> np.ndarray | None:
@@ -90,27 +88,23 @@ class BandBuckets:
         keys = np.stack([k for _, k in cols], axis=1)
         return dict(zip(found.tolist(), keys, strict=True))
 
-    def preload(self, found: list[Found]) -> None:
-        """Take the base's entries found elsewhere for some keys of each table (a `Found`
-        a table): what `members` reads instead of the base for those keys, until
-        `unload`."""
-        self.preloaded = found
-
-    def unload(self) -> None:
-        self.preloaded = None
-
     def members(
-        self, keys: list[np.ndarray], at_least: int = 2
+        self,
+        keys: list[np.ndarray],
+        at_least: int = 2,
+        preloaded: list[Found] | None = None,
     ) -> dict[tuple[int, int], list[int]]:
         """The nodes of the buckets with keys `keys[t]` (distinct) in table t, for the
         buckets holding `at_least` nodes: {(table, key): slots in any order}. Buckets of
         one node hold no candidate pair, and they are nearly all of them, so they are
-        counted in arrays and never listed."""
+        counted in arrays and never listed. `preloaded`: the base's entries for some keys of
+        each table found elsewhere (a `Found` a table: Spark's executors searched the saved
+        files), read instead of the base for those keys."""
         out: dict[tuple[int, int], list[int]] = {}
         for t, wanted in enumerate(keys):
             if not wanted.size:
                 continue
-            pre = None if self.preloaded is None else self.preloaded[t]
+            pre = None if preloaded is None else preloaded[t]
             qb, ib, searched = hits(pre, wanted, self.base_keys[t], self.base_slots[t])
             self.base_searches += searched
             if ib.size:

@@ -24,6 +24,7 @@ import numpy as np
 
 from neardup.ingest.eligibility import enough_words
 from neardup.service.groups import elect
+from neardup.service.lookups import HERE, BatchLookups, ScorePairs
 from neardup.service.pages import PageRef
 from neardup.service.prepare import PreparedBatch
 from neardup.service.state import IndexState
@@ -31,12 +32,13 @@ from neardup.service.updates import BatchReport, SelfRedirect, ServiceError, Unk
 
 
 def compute_batch(
-    ix: IndexState, prepared: PreparedBatch
+    ix: IndexState, prepared: PreparedBatch, lookups: BatchLookups = HERE
 ) -> tuple[BatchReport, set[str], set[int], set[int]]:
     """The batch in memory: update cases, the graph, re-clustered components, winners.
     The sketches were computed before the lock (`prepare.prepare_batch`); this only looks
-    up and changes state. Returns the report, the page rows and groups to rewrite, and the
-    groups to delete."""
+    up and changes state. `lookups`: what the engine found of the saved arrays elsewhere
+    (the embedded engine: nothing, all read here). Returns the report, the page rows and
+    groups to rewrite, and the groups to delete."""
     batch = prepared.updates
     rep = BatchReport(pages=len(batch), skipped=len(prepared.skipped))
     dirty: set[str] = set()
@@ -50,14 +52,14 @@ def compute_batch(
     verifications = ix.scan_graph.verifications
     sketches = prepared.sketches
     keys = [sk.key if (sk := sketches.get(url)) is not None else None for url in batch]
-    found = ix.pages.lookup(list(batch), keys)
+    found = ix.pages.lookup(list(batch), keys, lookups.pages)
     for (url, u), slot, key in zip(batch.items(), found, keys, strict=True):
         old = None if slot is None else PageRef(ix.pages, slot)
         p = old if old is not None else ix.pages.add(url, key)
         dirty.add(url)
         prev.setdefault(url, p.group_id)
         if p.redirect_to and not p.removed:
-            pop_targets.add(ix.resolve(url)[0])  # loses (or changes) this credit
+            pop_targets.add(ix.resolve(url, lookups.pages)[0])  # loses (or changes) this credit
         if u.links_in is not None:
             if u.links_in < 0:
                 raise ServiceError(f"links_in must be >= 0 for {url}")
@@ -67,7 +69,7 @@ def compute_batch(
         if u.remove:
             if old is not None and not old.removed:
                 rep.removed += 1
-            _leave(ix, p, touched, gone)
+            _leave(ix, p, touched, gone, lookups)
             ix.set_redirect(p, None)
             p.removed = True
             continue
@@ -77,7 +79,7 @@ def compute_batch(
             if u.redirect_to == url:
                 raise SelfRedirect(f"{url} redirects to itself")
             rep.redirects += 1
-            _leave(ix, p, touched, gone)
+            _leave(ix, p, touched, gone, lookups)
             ix.set_redirect(p, u.redirect_to)
             redirected.append(url)
             continue
@@ -115,8 +117,8 @@ def compute_batch(
             continue
         if old is not None:  # a new page has no redirect, group, sketch or node to leave
             ix.set_redirect(p, None)
-            _leave(ix, p, touched, gone)
-        ix.set_signature(p, sig, length, sk.lengths)
+            _leave(ix, p, touched, gone, lookups)
+        ix.set_signature(p, sig, length, sk.lengths, lookups)
         p.shingle_fp, p.n_tokens = sk.shingle_fp, sk.n_tokens
         if eligible:
             gone.discard(p.slot)
@@ -124,7 +126,7 @@ def compute_batch(
         else:
             loose.append(url)
     rep.tier2 = len(put)
-    nodes = ix.scan_graph.update(gone, put)
+    nodes = ix.scan_graph.update(gone, put, lookups)
     comps = ix.scan_graph.components(nodes)
     url = ix.pages.url_at
     clusters = [[url(s) for s in c] for c in ix.scan_graph.cluster(comps)]
@@ -144,9 +146,9 @@ def compute_batch(
         touched.add(gid)
     rep.recomputed = len(comps)
     rep.comparisons = rep.tier2_comparisons = ix.scan_graph.verifications - verifications
-    pop_targets.update(ix.resolve(url)[0] for url in redirected)
+    pop_targets.update(ix.resolve(url, lookups.pages)[0] for url in redirected)
     for target in pop_targets:
-        tp = ix.pages.get(target)
+        tp = ix.pages.get(target, lookups.pages)
         if tp is not None and tp.group_id is not None:
             touched.add(tp.group_id)
     elected: list[int] = []
@@ -157,17 +159,19 @@ def compute_batch(
             continue
         _elect(ix, gid)
         elected.append(gid)
-    dirty.update(_check_against_winners(ix, elected))
+    dirty.update(_check_against_winners(ix, elected, lookups.score))
     rep.groups_touched = len(touched)
     if len(ix.store_rows):  # the length grid (tier 2's partitions) follows the index
         ix.store_rows.fit()
     return rep, dirty, {g for g in touched if g in ix.groups}, touched
 
 
-def _leave(ix: IndexState, p: PageRef, touched: set[int], gone: set[int]) -> None:
+def _leave(
+    ix: IndexState, p: PageRef, touched: set[int], gone: set[int], lookups: BatchLookups
+) -> None:
     """The page stops being content: out of its group, the graph and tier 2's store."""
     _detach(ix, p, touched)
-    ix.set_signature(p, None, 0)
+    ix.set_signature(p, None, 0, lookups=lookups)
     gone.add(p.slot)
 
 
@@ -202,7 +206,9 @@ def _elect(ix: IndexState, gid: int) -> None:
     ix.winners[gid] = winner
 
 
-def _check_against_winners(ix: IndexState, gids: list[int]) -> set[str]:
+def _check_against_winners(
+    ix: IndexState, gids: list[int], score: ScorePairs | None = None
+) -> set[str]:
     """Verify each loser of the groups `gids` against its winner, every group's pairs
     compared at once (`PageTable.resemblance`: on a Spark add, where the saved sketches
     are); returns the pages whose row changed."""
@@ -224,7 +230,7 @@ def _check_against_winners(ix: IndexState, gids: list[int]) -> set[str]:
     verified = slots == wins
     pair = ~verified & pages.has_sig[slots] & pages.has_sig[wins]
     if pair.any():
-        verified[pair] = pages.resemblance(slots[pair], wins[pair]) >= ix.threshold
+        verified[pair] = pages.resemblance(slots[pair], wins[pair], score) >= ix.threshold
     changed = set()
     for url, gid, s, ok in zip(urls, group, slot, verified.tolist(), strict=True):
         if pages.verified[s] != ok or pages.group[s] != gid:

@@ -13,22 +13,20 @@ only once sketching here has taken `INLINE_SKETCH_S`.
 from __future__ import annotations
 
 import contextlib
-import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from neardup.config import Settings
-from neardup.pipeline.executors.local import LocalEngine
-from neardup.service.crawl_updates import page_batches
+from neardup.service.engine_base import FeedInputs, IndexEngine
+from neardup.service.engine_embedded import EmbeddedEngine
 from neardup.service.index import ServiceIndex, stored_config
 from neardup.service.layout import has_index, read_manifest
-from neardup.service.prepare import PreparedBatch, prepare_batch
+from neardup.service.prepare import PreparedBatch
 from neardup.service.updates import PageUpdate, ServiceError, ServiceOptions
 from neardup.store.outputs import check_no_overlap
 
@@ -74,8 +72,7 @@ def add_files(
     Spark's executors (`spark_master`, `spark_conf` as for a scan), one task a file; the
     batches come back here in file order and are applied to the index by this process, as
     the embedded engine applies its own (`spark_feed.py`)."""
-    if engine not in ("embedded", "spark"):
-        raise ServiceError(f"unknown engine {engine!r}: embedded or spark")
+    eng = engine_named(engine, spark_master, spark_conf)
     paths = [str(p) for p in inputs]
     check_no_overlap(store, paths)
     patterns: dict[str, object] = {
@@ -92,7 +89,7 @@ def add_files(
     # stable within the process, and two URLs share one with odds of about 1 in 2**64 / n.
     seen = array("q")
     settings = Settings(**patterns) if patterns and new else None
-    with _opened(Path(store), settings, wait) as (ix, mine, options):
+    with _opened(Path(store), settings, wait, eng) as (ix, mine, options):
         if patterns:
             mine.check_same_pages(mine.replace(**patterns))
 
@@ -100,31 +97,14 @@ def add_files(
             for k, v in report.items():
                 totals[k] = totals.get(k, 0) + v
 
-        sketch = partial(prepare_batch, settings=mine, dims=options.dims)
         gone = list(dict.fromkeys(u for u in remove if u))  # distinct, in their order
         removals = [gone]  # applied once the index is open, before any page of the files
 
         def put(index: ServiceIndex, prepared: PreparedBatch) -> None:
-            """A batch applied as one transaction; on Spark, one of `EXECUTORS_FROM` pages
-            or more with the saved index's entries for it searched, the saved nodes' keys
-            computed and its saved sketches compared on the executors, and a save's band
-            index written there."""
-            entries, score = None, None
-            if engine == "spark":
-                from neardup.service import spark_feed
-
-                index.write_tables = partial(
-                    spark_feed.band_tables_on_spark, master=spark_master, conf=spark_conf
-                )
-                if len(prepared.updates) >= spark_feed.EXECUTORS_FROM:
-                    entries = spark_feed.batch_entries_on_spark(
-                        index, prepared, spark_master, spark_conf
-                    )
-                    score = partial(
-                        spark_feed.scores_on_spark, master=spark_master, conf=spark_conf
-                    )
-            found, node_keys = entries if entries is not None else (None, None)
-            done = index.apply_prepared(prepared, found=found, score=score, node_keys=node_keys)
+            """A batch applied as one transaction, with what the engine found before it of
+            the saved index (`IndexEngine.lookups`), a save's band index written by it."""
+            lookups = eng.lookups(index, prepared)
+            done = index.apply_prepared(prepared, lookups=lookups, write_tables=eng.write_tables)
             count(done.to_dict())
 
         def apply(ahead: list[PreparedBatch]) -> None:
@@ -144,25 +124,11 @@ def add_files(
         # its commit, its files and its share of merges: 0.35 s of ten in a 1 % increment
         # of a million pages); after, one batch a transaction.
         ahead: list[PreparedBatch] = []
-        if engine == "spark":
-            from neardup.service.spark_feed import sketched_on_spark
-
-            source = sketched_on_spark(
-                paths,
-                Path(store),
-                mine,
-                options.dims,
-                batch,
-                links,
-                spark_master,
-                spark_conf,
-                skipped,
-                inlinks,
+        source = eng.sketched(
+            FeedInputs(
+                paths, Path(store), mine, options.dims, batch, links, workers, skipped, inlinks
             )
-        else:
-            source = _sketched(
-                page_batches(paths, mine, batch, links, skipped, inlinks), sketch, workers
-            )
+        )
         with contextlib.closing(source):  # a failed apply stops it now (Spark's spool removed)
             for prepared in source:
                 ahead.append(prepared)
@@ -190,41 +156,12 @@ def _held(index: ServiceIndex, url: str) -> bool:
     return page is not None and not page.removed
 
 
-INLINE_SKETCH_S = 3.0  # sketching in this process before the worker processes start
-
-
-def _sketched(
-    batches: Iterator[list[PageUpdate]],
-    sketch: Callable[[list[PageUpdate]], PreparedBatch],
-    workers: int | None,
-) -> Iterator[PreparedBatch]:
-    """The batches sketched in order: in this process until that has taken
-    `INLINE_SKETCH_S`, then by `workers` processes beside it. Starting the processes costs
-    about a second of the machine (each imports neardup), more than a 1 % increment of a
-    million-page index takes to sketch (0.2 s for 10,000 pages, 0.5-0.7 s with the first
-    kernels' loading and the index opening beside it: a bound of one second was crossed
-    now and then, and the pool's start added to the increment), so a small `neardup add`
-    never pays it; a large one pays the three seconds inline once."""
-    spent = 0.0
-    for b in batches:
-        t0 = time.perf_counter()
-        done = sketch(b)
-        spent += time.perf_counter() - t0
-        yield done
-        if spent > INLINE_SKETCH_S and workers != 1:
-            break
-    else:
-        return
-    with LocalEngine(workers, window_per_worker=1) as engine:
-        yield from engine.map(sketch, batches)
-
-
 AHEAD_WHILE_OPENING = 16  # batches sketched ahead at the most while the index opens
 
 
 @contextlib.contextmanager
 def _opened(
-    store: Path, settings: Settings | None, wait: bool
+    store: Path, settings: Settings | None, wait: bool, engine: IndexEngine
 ) -> Iterator[tuple[Future[ServiceIndex], Settings, ServiceOptions]]:
     """The index `store` as it opens, with the settings and options it was written with:
     an existing index opens in a thread while this one reads and sketches the first
@@ -235,10 +172,13 @@ def _opened(
     the way out when it never was."""
     manifest = read_manifest(store) if has_index(store) else None
     if manifest is None:  # a new store, or an older neardup's to convert: opened first
-        with ServiceIndex(store, settings, wait=wait) as ix:
+        ix = ServiceIndex(store, settings, wait=wait)
+        try:
             opened: Future[ServiceIndex] = Future()
             opened.set_result(ix)
             yield opened, ix.settings, ix.options
+        finally:
+            ix.close(engine.write_tables)  # a save due at close: the engine writes its tables
         return
     mine, options = stored_config(manifest.meta)
     with ThreadPoolExecutor(1, thread_name_prefix="neardup-open") as pool:
@@ -247,6 +187,19 @@ def _opened(
             yield opening, mine, options
         except BaseException:
             with contextlib.suppress(BaseException):
-                opening.result().close()
+                opening.result().close(engine.write_tables)
             raise
-        opening.result().close()
+        opening.result().close(engine.write_tables)
+
+
+def engine_named(
+    name: str, master: str | None = None, conf: dict[str, str] | None = None
+) -> IndexEngine:
+    """The engine of `neardup add --engine NAME` (`master`, `conf`: Spark's, as for a scan)."""
+    if name == "embedded":
+        return EmbeddedEngine()
+    if name == "spark":
+        from neardup.service.engine_spark import SparkEngine
+
+        return SparkEngine(master, conf)
+    raise ServiceError(f"unknown engine {name!r}: embedded or spark")

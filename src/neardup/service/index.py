@@ -33,7 +33,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +79,13 @@ from neardup.service.layout import (
     write_segment,
 )
 from neardup.service.lengths import LengthMap
+from neardup.service.lookups import HERE, BatchLookups
 from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
 from neardup.service.overlay import FoldRule
 from neardup.service.pages import PAGE_ARRAYS, PageTable
 from neardup.service.popularity import RedirectGraph
 from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
-from neardup.service.saved_search import Found, PairsToScore
+from neardup.service.saved_search import Found
 from neardup.service.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph, saved_node_keys
 from neardup.service.state import IndexState
 from neardup.service.storage import (
@@ -146,9 +147,6 @@ class ServiceIndex:
         self._commit_lock = threading.Lock()  # the manifest: a batch's commit, a merge's
         self._merging = threading.Lock()  # one merge at a time, outside `lock`
         self._writing = threading.Lock()  # one batch at a time, until its graph is saved
-        # Who writes the band index's tables of a save (`band_save.py`): this process, or
-        # where the caller says (a Spark add: its executors).
-        self.write_tables: TableWriter = fill_tables
         if read_only:
             if not has_index(self.store):
                 raise ServiceError(f"{self.store} holds no service index to open read-only")
@@ -523,7 +521,7 @@ class ServiceIndex:
         remove_leftovers(self.store, new)
         return new, seg
 
-    def _save_graph_now(self) -> None:
+    def _save_graph_now(self, write_tables: TableWriter = fill_tables) -> None:
         """Save the graph's arrays (`ScanGraph.arrays`: the graph of the committed pages,
         overlay folded in) as a `graph-N/` folder and commit a version naming it, with the
         same segments: the next opening maps it. A kill before that commit leaves a folder
@@ -542,7 +540,7 @@ class ServiceIndex:
             room = n // GRAPH_EVERY_SHARE + 1024  # for the next batches' pages
             mapped = None if self.graph_meta is None else self.store / str(self.graph_meta["name"])
             arrays = itertools.chain(
-                self.scan_graph.arrays(room, mapped, self.write_tables),
+                self.scan_graph.arrays(room, mapped, write_tables),
                 self.pages.saved_arrays(room, sorted_distinct(np.concatenate(self._written))),
                 self.groups.saved_arrays(),
                 self.winners.saved_arrays(),
@@ -639,16 +637,17 @@ class ServiceIndex:
             self._map_graph(graph)
         _settle()
 
-    def close(self) -> None:
+    def close(self, write_tables: TableWriter = fill_tables) -> None:
         """Save the graph's arrays if many pages were written since they were (so the next
         opening maps them instead of replaying those pages), then release the writer lock
-        (committed batches stay)."""
+        (committed batches stay). `write_tables`: who writes a save's band tables (the
+        engine's: here, or a Spark add's executors)."""
         try:
             if self.writer is not None and self._opened:
                 at_close = FoldRule(GRAPH_AT_CLOSE_PAGES, GRAPH_AT_CLOSE_SHARE)
                 if at_close.due(self.graph_tail, self.pages.n):
                     with self.lock:
-                        self._save_graph_now()
+                        self._save_graph_now(write_tables)
                 elif self.replay_tail > CHANGES_AT_CLOSE_PAGES and _saved_at(self.manifest):
                     with self.lock:
                         self._save_changes_now()
@@ -851,11 +850,8 @@ class ServiceIndex:
             page_keys = [url_key(u) if k is None else k for u, k in zip(urls, keys, strict=True)]
             page_keys += [url_key(t) for t in targets]
             return folder, {"page": [sorted_distinct(np.array(page_keys, np.int64))]}
-        self.pages.found = pages
-        try:
-            slots = np.array([s for s in self.pages.lookup(urls, keys) if s is not None], np.int64)
-        finally:
-            self.pages.found = None
+        found = self.pages.lookup(urls, keys, pages)
+        slots = np.array([s for s in found if s is not None], np.int64)
         sigs = [sk.signature for sk in prepared.sketches.values()]
         matrix = np.stack(sigs) if sigs else np.empty((0, self.settings.num_perm), np.uint32)
         graph = self.scan_graph
@@ -868,11 +864,7 @@ class ServiceIndex:
         )
         redirect = self.pages.redirect
         old_targets = [url_key(redirect[s]) for s in slots.tolist() if s in redirect]
-        graph.saved_keys = node_keys
-        try:
-            band = graph.batch_keys(matrix, slots)
-        finally:
-            graph.saved_keys = None
+        band = graph.batch_keys(matrix, slots, node_keys)
         queries = {
             "band": band,
             "class": [sorted_distinct(fps)],
@@ -884,30 +876,24 @@ class ServiceIndex:
         self,
         prepared: PreparedBatch,
         t0: float | None = None,
-        found: dict[str, list[Found]] | None = None,
-        score: Callable[[Path, PairsToScore], np.ndarray] | None = None,
-        node_keys: dict[int, np.ndarray] | None = None,
+        lookups: BatchLookups = HERE,
+        write_tables: TableWriter = fill_tables,
     ) -> BatchReport:
         """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
         settings (elsewhere: another process, while this one applies the previous batch).
-        `found`: the saved arrays' entries for the keys `saved_queries` named, searched
-        elsewhere; the batch reads those instead of searching the files here. `score`: where
-        the pairs whose saved sketches the batch compares go (`PageTable.resemblance`).
-        `node_keys`: the band keys of saved nodes, from their saved sketches, computed
-        elsewhere (`ScanGraph.saved_keys`)."""
+        `lookups`: what the engine found elsewhere of the saved arrays for the keys
+        `saved_queries` named, and where the batch's saved sketches are compared
+        (`engines.IndexEngine.lookups`; by default all is read here). `write_tables`: who
+        writes the band tables of a save the batch makes (the engine's)."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
         with self._writing:  # one batch at a time, its graph saved before the next
             with self.lock, _no_collection():
-                graph, pages = self.scan_graph, self.pages
                 try:
-                    if found is not None:
-                        graph.buckets.preload(found["band"])
-                        graph.found, pages.found = found["class"][0], found["page"][0]
-                    pages.score_elsewhere = score
-                    graph.saved_keys = node_keys
-                    report, dirty_pages, dirty_groups, dropped = compute_batch(self.state, prepared)
+                    report, dirty_pages, dirty_groups, dropped = compute_batch(
+                        self.state, prepared, lookups
+                    )
                     self._write(dirty_pages, dirty_groups, dropped)
                     self.pages.settle()
                     self.groups.settle()
@@ -915,15 +901,10 @@ class ServiceIndex:
                 except BaseException:
                     self._load()  # memory never runs ahead of the last commit
                     raise
-                finally:
-                    graph.buckets.unload()
-                    graph.found = pages.found = None
-                    pages.score_elsewhere = None
-                    graph.saved_keys = None
             # After the lock: saving the graph only reads it, as reads do, so they need not
             # wait for it (the next batch does, holding `_writing`).
             if FoldRule(GRAPH_EVERY_PAGES, GRAPH_EVERY_SHARE).due(self.graph_tail, self.pages.n):
-                self._save_graph_now()
+                self._save_graph_now(write_tables)
         self._merge_due()  # after the lock: reads need not wait for a merge
         _settle()
         report.seconds = time.perf_counter() - t0

@@ -17,7 +17,7 @@ touches). Removed pages keep their slot (and their row in the files), as before.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ from neardup.service.layout import (
     rows_read,
     string_blocks,
 )
+from neardup.service.lookups import ScorePairs
 from neardup.service.overlay import FoldRule
 from neardup.service.saved_search import Found, PairsToScore, hits
 
@@ -66,16 +67,13 @@ class PageTable:
         # The save this table was opened from (its folder, its pages), whose files the next
         # save copies the unchanged sketches from; None: not opened from one.
         self.saved_from: tuple[Path, int] | None = None
-        # The saved page keys' entries for a batch's keys, searched elsewhere (`lookup`),
-        # used while `_skeys` is the saved array; the keys searched here, counted.
-        self.found: Found | None = None
+        # Whether `_skeys` is the saved array (what entries found elsewhere were found in);
+        # the keys searched here, counted.
         self._skeys_saved = False
         self.key_searches = 0
-        # Where the saved sketches are compared for a batch (`resemblance`), when not here:
-        # a function of the save's folder and the pairs (a Spark add's executors); the
-        # saved rows compared here, counted. `sig_changed` (by slot, `_alloc`): whether a
-        # slot's sketch row is no longer the save's (`set_signature`, `apply_rows`).
-        self.score_elsewhere: Callable[[Path, PairsToScore], np.ndarray] | None = None
+        # The saved rows compared here (`resemblance`), counted. `sig_changed` (by slot,
+        # `_alloc`): whether a slot's sketch row is no longer the save's (`set_signature`,
+        # `apply_rows`).
         self.saved_rows_compared = 0
         self._alloc(0)
 
@@ -359,19 +357,22 @@ class PageTable:
         self._seen[url] = slot
         return url
 
-    def slot(self, url: str) -> int | None:
+    def slot(self, url: str, found: Found | None = None) -> int | None:
         """The slot of `url`, None when it was never stored (`lookup` of one URL, kept in
-        `_seen` by the URL check's `url_at`)."""
+        `_seen` by the URL check's `url_at`; `found`: as `lookup`'s)."""
         got = self._added.get(url)
         if got is None:
             got = self._seen.get(url)
         if got is not None:
             return got
-        return self.lookup([url], [None])[0]
+        return self.lookup([url], [None], found)[0]
 
-    def lookup(self, urls: list[str], keys: list[int | None]) -> list[int | None]:
+    def lookup(
+        self, urls: list[str], keys: list[int | None], found: Found | None = None
+    ) -> list[int | None]:
         """`slot` of many URLs (a batch's), the sorted keys searched once for all of them;
-        `keys` their page keys where the caller has them already (None: hashed here)."""
+        `keys` their page keys where the caller has them already (None: hashed here);
+        `found`: the saved keys' entries for them, searched elsewhere."""
         out: list[int | None] = [self._added.get(u) for u in urls]
         todo = [i for i, s in enumerate(out) if s is None]
         if not todo or not self._skeys.size:
@@ -382,7 +383,7 @@ class PageTable:
         distinct = sorted_distinct(keys)
         # The saved keys' entries searched elsewhere (`found`), while the sorted keys are
         # the saved ones (a fold makes its own).
-        found = self.found if self._skeys_saved else None
+        found = found if self._skeys_saved else None
         at, slots, searched = hits(found, distinct, self._skeys, self._sslots)
         self.key_searches += searched
         candidates: dict[int, list[int]] = {}
@@ -414,10 +415,11 @@ class PageTable:
 
     # ------------------------------------------------------------ mapping
 
-    def get(self, url: object) -> PageRef | None:
+    def get(self, url: object, found: Found | None = None) -> PageRef | None:
+        """The page of `url`, None when it was never stored (`found`: as `lookup`'s)."""
         if not isinstance(url, str):
             return None
-        slot = self.slot(url)
+        slot = self.slot(url, found)
         return None if slot is None else PageRef(self, slot)
 
     def __getitem__(self, url: str) -> PageRef:
@@ -444,19 +446,21 @@ class PageTable:
     def signature(self, slot: int) -> np.ndarray | None:
         return self.sigs[slot] if self.has_sig[slot] else None
 
-    def resemblance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def resemblance(
+        self, a: np.ndarray, b: np.ndarray, score: ScorePairs | None = None
+    ) -> np.ndarray:
         """The estimated resemblance (`estimate_resemblance`: the share of equal min-hash
         values, float64) of the sketches of slots `a[i]` and `b[i]`: what verification and
-        each loser's check against its winner test. With `score_elsewhere` (a Spark add),
+        each loser's check against its winner test. With `score` (a Spark add's engine),
         the pairs go where the saved sketches are, with the rows changed since the save:
         this process then reads none of the saved ones."""
         saved = self.saved_from[1] if self.saved_from is not None else 0
         ends = sorted_distinct(np.concatenate([a, b]))
         fresh = (ends >= saved) | self.sig_changed[ends]
-        if self.score_elsewhere is not None and not fresh.all():
+        if score is not None and not fresh.all():
             assert self.saved_from is not None
             pairs = PairsToScore(a, b, ends[fresh], self.sigs[ends[fresh]])
-            return self.score_elsewhere(self.saved_from[0], pairs)
+            return score(self.saved_from[0], pairs)
         self.saved_rows_compared += int(fresh.size - np.count_nonzero(fresh))
         return np.asarray(estimate_resemblance(self.sigs[a], self.sigs[b]), np.float64).reshape(-1)
 

@@ -57,6 +57,7 @@ from neardup.pipeline.steps.near_pairs import (
 from neardup.service.band_buckets import BandBuckets
 from neardup.service.band_save import TableWriter, fill_tables
 from neardup.service.layout import FilledInPlace, RowBlocks
+from neardup.service.lookups import HERE, BatchLookups, ScorePairs
 from neardup.service.overlay import Overlay
 from neardup.service.pages import PageTable
 from neardup.service.saved_search import Found, hits, node_keys
@@ -98,14 +99,9 @@ class ScanGraph:
         self.cls_fp, self.cls_slot = a["cls_fp"], a["cls_slot"]
         # The classes changed since the save.
         self.cls_over: Overlay[int, int] = Overlay()
-        # The saved classes' entries for a batch's fingerprints, searched elsewhere (a
-        # `Found`, `ServiceIndex.apply_prepared`); the fingerprints searched here, counted.
-        self.found: Found | None = None
+        # The classes' fingerprints searched here (not found elsewhere: `BatchLookups`),
+        # and the saved sketches read here for band keys, counted.
         self.class_searches = 0
-        # The band keys of saved nodes, computed elsewhere from their saved sketches (a
-        # Spark add's executors), for a batch; the saved sketches read here for keys,
-        # counted.
-        self.saved_keys: dict[int, np.ndarray] | None = None
         self.sketch_key_reads = 0
         self.pair_keys, self.pair_counts = a["pair_keys"], a["pair_counts"]
         self.pair_over: dict[int, int] = {}  # packed pair -> tables emitting it (0: none)
@@ -163,7 +159,7 @@ class ScanGraph:
     def _class_mut(self, fp: int) -> set[int]:
         return self.cls_over.mutable(fp, lambda: self.class_members(fp))
 
-    def _classes_mut(self, fps: Collection[int]) -> None:
+    def _classes_mut(self, fps: Collection[int], found: Found | None = None) -> None:
         """`_class_mut` of many classes, their saved members found with one search for all
         (a batch's classes: nearly all new, or of one page)."""
         self.cls_over.thaw(fps)
@@ -171,7 +167,7 @@ class ScanGraph:
         if not todo.size:
             return
         # The saved classes' entries searched elsewhere (`found`), or searched here.
-        at, slots, searched = hits(self.found, todo, self.cls_fp, self.cls_slot)
+        at, slots, searched = hits(found, todo, self.cls_fp, self.cls_slot)
         self.class_searches += searched
         members: list[set[int]] = [set() for _ in range(todo.size)]
         for q, s in zip(at.tolist(), slots.tolist(), strict=True):
@@ -322,12 +318,12 @@ class ScanGraph:
         )
         self.update(gone, put)
 
-    def signature_changing(self, slot: int) -> None:
+    def signature_changing(self, slot: int, lookups: BatchLookups = HERE) -> None:
         """A page's sketch is about to change: a node keeps the keys it is filed under."""
         if slot < self.node.size and self.node[slot] and self.buckets.keys_of(slot) is None:
-            self.buckets.stash(slot, self._sketch_keys([slot])[0])
+            self.buckets.stash(slot, self._sketch_keys([slot], lookups.node_keys)[0])
 
-    def _keys_of(self, nodes: list[int]) -> np.ndarray:
+    def _keys_of(self, nodes: list[int], known: dict[int, np.ndarray] | None = None) -> np.ndarray:
         """The band keys each node is filed under (nodes x tables): kept by the band index,
         else its sketch's."""
         out = np.empty((len(nodes), self.bands), np.int64)
@@ -339,15 +335,18 @@ class ScanGraph:
             else:
                 out[i] = got
         if todo:
-            out[todo] = self._sketch_keys([nodes[i] for i in todo])
+            out[todo] = self._sketch_keys([nodes[i] for i in todo], known)
         return out
 
-    def _sketch_keys(self, slots: list[int]) -> np.ndarray:
+    def _sketch_keys(
+        self, slots: list[int], known: dict[int, np.ndarray] | None = None
+    ) -> np.ndarray:
         """The band keys of the current sketches of base nodes (len(slots) x tables): from
-        `saved_keys` where a sketch is still the saved one, else computed here (and a saved
-        row read for it, counted)."""
+        `known` (saved nodes' keys computed elsewhere, `BatchLookups.node_keys`) where a
+        sketch is still the saved one, else computed here (and a saved row read for it,
+        counted)."""
         out = np.empty((len(slots), self.bands), np.int64)
-        pages, known = self.pages, self.saved_keys or {}
+        pages, known = self.pages, known or {}
         saved_n = pages.saved_from[1] if pages.saved_from is not None else 0
         todo = []
         for i, s in enumerate(slots):
@@ -362,7 +361,12 @@ class ScanGraph:
             out[todo] = lsh_keys(sigs, None, self.bands, self.rows)
         return out
 
-    def batch_keys(self, signatures: np.ndarray, slots: np.ndarray) -> list[np.ndarray]:
+    def batch_keys(
+        self,
+        signatures: np.ndarray,
+        slots: np.ndarray,
+        known: dict[int, np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
         """The band keys a batch asks the band index for, per table (sorted, distinct): its
         new sketches' keys and the keys its stored pages (`slots`) that are nodes are filed
         under. (A node that leaves because a page of the batch joins its class shares that
@@ -376,7 +380,7 @@ class ScanGraph:
         slots = slots[slots < min(self.pages.n, self.node.size)]
         nodes = slots[self.node[slots]]
         if nodes.size:
-            parts.append(self._keys_of(nodes.tolist()))
+            parts.append(self._keys_of(nodes.tolist(), known))
         every = np.concatenate(parts)
         return [sorted_distinct(every[:, t]) for t in range(self.bands)]
 
@@ -476,17 +480,20 @@ class ScanGraph:
 
     # ------------------------------------------------------------------ updates
 
-    def update(self, gone: Iterable[int], put: dict[int, int]) -> set[int]:
+    def update(
+        self, gone: Iterable[int], put: dict[int, int], lookups: BatchLookups = HERE
+    ) -> set[int]:
         """Remove the pages `gone`, add or replace the pages `put` (slot -> shingle
         fingerprint; their signatures and keys already the page table's); return the nodes
-        whose component must be clustered again."""
+        whose component must be clustered again. `lookups`: what the batch's engine found
+        of the saved arrays elsewhere."""
         self._fit()
         gone = set(gone) - set(put)
         fps: set[int] = set(put.values())
         for s in [*gone, *put]:
             if self.member[s]:
                 fps.add(int(self.mfp[s]))
-        self._classes_mut(fps)
+        self._classes_mut(fps, lookups.classes)
         old_rep = {fp: self._rep(fp) for fp in fps}
         for s in [*gone, *put]:
             if self.member[s]:
@@ -508,11 +515,13 @@ class ScanGraph:
                 touched.add(new)  # its class size (the node's weight) may have moved
                 if new != old or new in put:
                     entering[new] = fp
-        touched |= self._move_nodes(leaving, entering)
+        touched |= self._move_nodes(leaving, entering, lookups)
         self.cls_over.freeze()  # the batch is done with these classes
         return {s for s in touched if self.node[s]}
 
-    def _move_nodes(self, leaving: set[int], entering: dict[int, int]) -> set[int]:
+    def _move_nodes(
+        self, leaving: set[int], entering: dict[int, int], lookups: BatchLookups
+    ) -> set[int]:
         """Take nodes out of and into the band index; update candidate counts and edges.
         Returns every node whose edges changed.
 
@@ -522,16 +531,16 @@ class ScanGraph:
         new_keys = np.empty((0, self.bands), dtype=np.int64)
         if new_slots:
             new_keys = lsh_keys(self.pages.sigs[new_slots], None, self.bands, self.rows)
-        every = np.concatenate([self._keys_of(sorted(leaving)), new_keys])
+        every = np.concatenate([self._keys_of(sorted(leaving), lookups.node_keys), new_keys])
         wanted = [sorted_distinct(every[:, t]) for t in range(self.bands)]
-        before = self.buckets.members(wanted)
+        before = self.buckets.members(wanted, preloaded=lookups.band)
         self.buckets.remove(list(leaving))
         for s in leaving:
             self.node[s] = False
         self.buckets.add(new_slots, new_keys)
         for s in new_slots:
             self.node[s] = True
-        after = self.buckets.members(wanted)
+        after = self.buckets.members(wanted, preloaded=lookups.band)
         entered = set(new_slots)
         delta: dict[int, int] = defaultdict(int)
         # A node that entered again with a new signature keeps candidates whose count does
@@ -567,7 +576,7 @@ class ScanGraph:
                     self._adj_mut(a).pop(b_, None)
                     self._adj_mut(b_).pop(a, None)
                     changed.update((a, b_))
-        changed |= self._verify(recheck)
+        changed |= self._verify(recheck, lookups.score)
         return changed
 
     def _bucket_pairs(self, nodes: list[int]) -> list[int]:
@@ -579,7 +588,7 @@ class ScanGraph:
             links = ((a, b) for i, a in enumerate(members) for b in members[i + 1 :])
         return [_pack(a, b) for a, b in links]
 
-    def _verify(self, pairs: set[int]) -> set[int]:
+    def _verify(self, pairs: set[int], score: ScorePairs | None = None) -> set[int]:
         """Verify candidate pairs (edge in or out); returns the nodes whose edges changed."""
         todo = sorted(p for p in pairs if self.node[p >> 32] and self.node[p & _LOW32])
         changed: set[int] = set()
@@ -587,7 +596,7 @@ class ScanGraph:
             return changed
         packed = np.array(todo, np.int64)
         a, b = packed >> 32, packed & _LOW32
-        sim = self.pages.resemblance(a, b)  # where the saved sketches are, on a Spark add
+        sim = self.pages.resemblance(a, b, score)  # where the saved sketches are (Spark)
         ok = passes(sim, np.full(sim.size, -1), self.settings.threshold, False)
         self.verifications += len(todo)
         for x, y, s, keep in zip(

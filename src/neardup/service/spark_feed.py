@@ -1,7 +1,8 @@
 """`neardup add --engine spark`: the crawl files read, their pages turned into text and
 sketched on Spark's executors, one task a file; the batches come back to the process that
 holds the index, in file order, and are applied there as the embedded engine applies its
-own (`feed.add_files`).
+own (`feed.add_files`). The index sees these jobs through one object, the Spark engine
+(`engine_spark.SparkEngine`).
 
 What is distributed is what costs the most per page and needs no index: reading the
 archives, HTML to text, the eligibility rule, the links, the sketches (`crawl_updates.page_batches`
@@ -32,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -41,9 +42,6 @@ from neardup.service import spark_spool
 from neardup.service.prepare import PreparedBatch, prepare_batch
 from neardup.service.saved_search import NODE_KEYS, Found, PairsToScore
 from neardup.service.spark_spool import read_pieces, spool_folder, write_pieces
-
-if TYPE_CHECKING:
-    from neardup.service.index import ServiceIndex
 
 # The JVMs of an add only hand out a task a file (the driver's) and pass bytes between the
 # Python workers and the driver (the executors'): compiled by the first tier only, they
@@ -120,27 +118,6 @@ def sketched_on_spark(
                             yield PreparedBatch.joined(held)
                             held = []
                         skipped.update(got)
-
-
-def batch_entries_on_spark(
-    index: ServiceIndex, prepared: PreparedBatch, master: str | None, conf: dict[str, str] | None
-) -> tuple[dict[str, list[Found]], dict[int, np.ndarray]] | None:
-    """The saved index's entries for what the batch will look up in it
-    (`ServiceIndex.saved_queries`), searched on the executors, for `apply_prepared`'s
-    `found`, and the band keys of the saved nodes among its stored pages, computed there from
-    their saved sketches, for its `node_keys`; None when the index has no save yet. Two
-    jobs: the page keys' entries (and those nodes' keys) first, since the other keys need
-    the stored pages' slots."""
-    queries = index.saved_queries(prepared)
-    if queries is None:
-        return None
-    first, node_keys = saved_entries_on_spark(*queries, master, conf, index.scan_graph.shape)
-    pages = first["page"][0]
-    rest = index.saved_queries(prepared, pages, node_keys)
-    assert rest is not None  # the same save: nothing is saved between the two calls
-    found, _ = saved_entries_on_spark(*rest, master, conf)
-    found["page"] = [pages.joined(found["page"][0])]
-    return found, node_keys
 
 
 def saved_entries_on_spark(

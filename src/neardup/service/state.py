@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neardup.config import Settings
+from neardup.service.lookups import HERE, BatchLookups
 from neardup.service.members import GroupMembers, Winners
 from neardup.service.pages import PageRef, PageTable
 from neardup.service.popularity import RedirectGraph
+from neardup.service.saved_search import Found
 from neardup.service.scangraph import ScanGraph
 from neardup.service.storage import MAX_REDIRECTS
 from neardup.service.tier2 import SignatureStore
@@ -50,13 +52,15 @@ class IndexState:
 
     # ---------------------------------------------------------------- reads
 
-    def resolve(self, url: str) -> tuple[str, list[str]]:
-        """Final URL of a redirect chain (and the chain), stopping at cycles or 32 hops."""
+    def resolve(self, url: str, found: Found | None = None) -> tuple[str, list[str]]:
+        """Final URL of a redirect chain (and the chain), stopping at cycles or 32 hops;
+        `found`: the saved page keys' entries a batch's engine found (its redirects'
+        targets among them)."""
         chain = [url]
         seen = {url}
         cur = url
         for _ in range(MAX_REDIRECTS):
-            p = self.pages.get(cur)
+            p = self.pages.get(cur, found)
             if p is None or p.removed or not p.redirect_to:
                 break
             cur = p.redirect_to
@@ -83,11 +87,16 @@ class IndexState:
         return gid
 
     def set_signature(
-        self, p: PageRef, sig: np.ndarray | None, length: int, lens: np.ndarray | None = None
+        self,
+        p: PageRef,
+        sig: np.ndarray | None,
+        length: int,
+        lens: np.ndarray | None = None,
+        lookups: BatchLookups = HERE,
     ) -> None:
         """Set a page's sketch and keep the tier-2 row store in step. A page without
         shingles stays out of the store: its all-empty signature would match every other."""
-        self.scan_graph.signature_changing(p.slot)
+        self.scan_graph.signature_changing(p.slot, lookups)
         self.pages.set_signature(p.slot, sig, length, lens)
         if self.options.tier2 == "bands":
             return  # checks go through the scan's band index: no second copy of the rows
