@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.index.state.lengths import LengthMap, assign_machines
 from neardup.service import ServiceIndex
-from neardup.service.lengths import LengthMap, assign_machines
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 

@@ -38,10 +38,10 @@ ix = ServiceIndex(work)
 with open(increment, encoding="utf-8") as fh:
     ix.apply([PageUpdate(r["url"], text=r["text"]) for r in map(json.loads, fh)])
 band = [0.0]
-from neardup.service.band_save import fill_tables
+from neardup.index.files.band_save import fill_tables
 write_tables = fill_tables  # this process's, unless Spark's below
 try:  # (a checkout before the tables were written in place has no band_save)
-    from neardup.service import band_buckets
+    from neardup.index.state import band_buckets
     real = band_buckets.filled
     def timed(*args):
         t = time.perf_counter()
@@ -51,15 +51,15 @@ try:  # (a checkout before the tables were written in place has no band_save)
 except AttributeError:
     pass
 if master != "-":
-    from neardup.service import spark_feed
+    from neardup.index.engines import spark_jobs as spark_feed
     # The session started before the timing, and its Python workers warm, as an add's are
-    # by the time it saves (they read and sketched its files: `neardup.service.prepare`).
+    # by the time it saves (they read and sketched its files: `neardup.index.state.prepare`).
     context = spark_feed._context(master, None)
     width = int(context.defaultParallelism)
     context.parallelize(range(width), width).foreach(
-        lambda _: __import__("neardup.service.prepare")
+        lambda _: __import__("neardup.index.state.prepare")
     )
-    from neardup.service.engine_spark import SparkEngine
+    from neardup.index.engines.spark import SparkEngine
     write_tables = SparkEngine(master).write_tables
 def machine_cpu():
     with open("/proc/stat") as fh:

@@ -38,7 +38,7 @@ import json, sys, time
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * 4096
 import neardup, numpy, pyarrow, duckdb  # the interpreter's own imports, not the index's
-from neardup.service.handle import open_index
+from neardup.index.handle import open_index
 base = rss()
 t = time.perf_counter()
 ix = open_index(sys.argv[1], read_only=True)

@@ -50,6 +50,7 @@ from docs_crawl import DOCS_DIR, build
 
 from neardup import scan
 from neardup.config import Settings
+from neardup.index.state.tier2 import all_pairs
 from neardup.ingest import extract_page, iter_records
 from neardup.kernels import (
     canonicalize,
@@ -66,7 +67,6 @@ from neardup.service import (
     length_partition_report,
 )
 from neardup.service.api import create_service_app
-from neardup.service.tier2 import all_pairs
 
 MANUALS = ["postgresql", "python", "llvm"]
 

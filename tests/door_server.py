@@ -16,7 +16,7 @@ from typing import Any
 
 import uvicorn
 
-from neardup.service.door import UVICORN_OPTIONS
+from neardup.door import UVICORN_OPTIONS
 
 TOKEN = "s3cret-door-token"
 

@@ -36,8 +36,8 @@ _EXPORTS = {
     "shingle_set": "neardup.api",
     "resemblance": "neardup.api",
     "contained": "neardup.api",
-    "open_index": "neardup.service.handle",
-    "DuplicateIndex": "neardup.service.handle",
+    "open_index": "neardup.index.handle",
+    "DuplicateIndex": "neardup.index.handle",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,4 @@
-"""The door of the service (`service/door.py`), probed through a real server on 127.0.0.1.
+"""The door of the service (`neardup/door.py`), probed through a real server on 127.0.0.1.
 
 Every refusal is judged from the headers: the raw-socket client of `door_server` waits for
 an answer before sending any body byte and counts what it had sent when the answer came, so
@@ -20,8 +20,8 @@ from door_server import TOKEN, running, send_streaming
 from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
+from neardup.door import allowed_hosts, bind_warning, read_token
 from neardup.service.api import WRITES
-from neardup.service.door import allowed_hosts, bind_warning, read_token
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JSON = {"Content-Type": "application/json"}

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.service import band_save
-from neardup.service.band_buckets import BandBuckets
-from neardup.service.layout import read_arrays, write_arrays
-from neardup.service.saved_search import Found
+from neardup.index.files import band_save
+from neardup.index.files.store import read_arrays, write_arrays
+from neardup.index.state.band_buckets import BandBuckets
+from neardup.index.state.found import Found
 
 TABLES = 3
 _SAVES = Path(tempfile.mkdtemp(prefix="neardup-bands-"))  # the tests' saves, one a fold
@@ -40,7 +40,7 @@ def folded(bb: BandBuckets, cap: int) -> BandBuckets:
     mapped; checked against both levels sorted together (old entries first at equal keys)."""
     before: Path | None = getattr(bb, "saved_in", None)
     name = f"g{next(_NAMES)}"
-    write_arrays(_SAVES, name, [bb.saved(before, band_save.fill_tables)])
+    write_arrays(_SAVES, name, [bb.saved(before, band_save.band_writer())])
     got = read_arrays(_SAVES, name, band_save.BAND_FILES)
     keys, slots = got["band_keys"], got["band_slots"]
     assert keys.shape == slots.shape == (TABLES, bb.entries())
@@ -178,10 +178,10 @@ def test_a_table_writer_refuses_a_save_that_does_not_match(tmp_path):
     first.add([2], np.array([[7, 8, 9]], np.int64))
     other = folded(BandBuckets(TABLES), 4)  # a save of no entries
     with pytest.raises(ValueError, match="entries a table, not 2"):
-        write_arrays(tmp_path, "g", [first.saved(other.saved_in, band_save.fill_tables)])
+        write_arrays(tmp_path, "g", [first.saved(other.saved_in, band_save.band_writer())])
     assert not (tmp_path / "g").exists()
     right = folded(first, 4)
-    write_arrays(tmp_path, "m", [first.saved(None, band_save.fill_tables)])
+    write_arrays(tmp_path, "m", [first.saved(None, band_save.band_writer())])
     got = read_arrays(tmp_path, "m", band_save.BAND_FILES)
     assert got["band_keys"].tolist() == right.base_keys.tolist()
     assert got["band_slots"].tolist() == right.base_slots.tolist()

@@ -1,4 +1,4 @@
-"""The contract of the index's engines (`engine_base.IndexEngine`), run over each engine:
+"""The contract of the index's engines (`base.IndexEngine`), run over each engine:
 the embedded one, and Spark on `local[2]`. The same cases at the seam: the saved index's
 entries for a batch's keys, the resemblance of pairs of saved sketches, a save's band
 tables, and a batch applied with what the engine found before it.
@@ -17,15 +17,16 @@ import pytest
 from crawl_texts import near_copies
 from spark_session import spark  # noqa: F401 - the fixture
 
-import neardup.service.index as index_module
+import neardup.index.service_index as index_module
+from neardup.index.engines import spark_jobs as spark_feed_module
+from neardup.index.engines.base import IndexEngine, found_elsewhere
+from neardup.index.engines.embedded import EmbeddedEngine
+from neardup.index.files.saved_search import SEARCHED
+from neardup.index.state.found import PairsToScore
+from neardup.index.state.lookups import HERE
+from neardup.index.state.scangraph import ScanGraph, saved_node_keys
 from neardup.kernels import estimate_resemblance
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service import spark_feed as spark_feed_module
-from neardup.service.engine_base import IndexEngine, found_elsewhere
-from neardup.service.engine_embedded import EmbeddedEngine
-from neardup.service.lookups import HERE
-from neardup.service.saved_search import SEARCHED, PairsToScore
-from neardup.service.scangraph import ScanGraph, saved_node_keys
 
 TEXTS = near_copies(160, seed=5, vocab=500, words=100, bases=8, edits=10)
 
@@ -35,7 +36,7 @@ def engine(request, monkeypatch) -> IndexEngine:
     if request.param == "embedded":
         return EmbeddedEngine()
     request.getfixturevalue("spark")  # the local[2] session every Spark test shares
-    from neardup.service.engine_spark import SparkEngine
+    from neardup.index.engines.spark import SparkEngine
 
     # Every batch and save on the executors, however small (by default a small one stays).
     monkeypatch.setattr(spark_feed_module, "EXECUTORS_FROM", 0)

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 import neardup
 from neardup.cli.main import app
 from neardup.config import Settings, SettingsError
+from neardup.index.feed import add_files
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.feed import add_files
 from neardup.synth import generate_demo_crawl
 
 runner = CliRunner()

@@ -18,10 +18,11 @@ import pytest
 from crawl_texts import near_copies
 from run_groups import scan_groups
 
+from neardup.index import feed as feed_module
+from neardup.index.engines import embedded
+from neardup.index.feed import add_files
 from neardup.ingest.readers import InputError
-from neardup.service import IndexBusy, ServiceIndex, engine_embedded
-from neardup.service import feed as feed_module
-from neardup.service.feed import add_files
+from neardup.service import IndexBusy, ServiceIndex
 
 
 def _jsonl(path: Path, texts: list[str], first: int = 0) -> Path:
@@ -76,7 +77,7 @@ def test_batches_sketched_while_a_slow_index_opens_are_applied_in_order(
     add_files(store, [crawl[0]], batch=16, workers=1)
     sketched_before_open: list[int] = []
     calls = {"sketch": 0}
-    real_prepare = engine_embedded.prepare_batch
+    real_prepare = embedded.prepare_batch
 
     def counting_prepare(*args, **kwargs):
         calls["sketch"] += 1
@@ -88,7 +89,7 @@ def test_batches_sketched_while_a_slow_index_opens_are_applied_in_order(
             sketched_before_open.append(calls["sketch"])
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(engine_embedded, "prepare_batch", counting_prepare)
+    monkeypatch.setattr(embedded, "prepare_batch", counting_prepare)
     monkeypatch.setattr(feed_module, "ServiceIndex", SlowIndex)
     monkeypatch.setattr(feed_module, "AHEAD_WHILE_OPENING", 2)
     totals = add_files(store, [crawl[1]], batch=16, workers=1)
@@ -129,18 +130,18 @@ def test_sketching_moves_to_worker_processes_only_after_a_while(tmp_path, crawl,
     inline the rest goes to two worker processes, with the same index at the end."""
     want = _plain(tmp_path / "plain", crawl)
     started: list[int] = []
-    real_map = engine_embedded.LocalEngine.map
+    real_map = embedded.LocalEngine.map
 
     def spying_map(self, fn, tasks):
         started.append(self.workers)
         return real_map(self, fn, tasks)
 
-    monkeypatch.setattr(engine_embedded.LocalEngine, "map", spying_map)
+    monkeypatch.setattr(embedded.LocalEngine, "map", spying_map)
     small = tmp_path / "small"
     add_files(small, [crawl[0]], batch=16, workers=2)
     add_files(small, [crawl[1]], batch=16, workers=2)
     assert started == [] and _state(small) == want
-    monkeypatch.setattr(engine_embedded, "INLINE_SKETCH_S", 0.0)
+    monkeypatch.setattr(embedded, "INLINE_SKETCH_S", 0.0)
     pooled = tmp_path / "pooled"
     add_files(pooled, [crawl[0]], batch=16, workers=2)
     add_files(pooled, [crawl[1]], batch=16, workers=2)

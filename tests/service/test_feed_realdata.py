@@ -8,8 +8,8 @@ import pytest
 from conftest import shared_data
 
 import neardup
+from neardup.index.feed import add_files
 from neardup.service import ServiceIndex
-from neardup.service.feed import add_files
 
 
 @pytest.mark.realdata

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
 from neardup.config import Settings, SettingsError
+from neardup.index.files.segment_rows import SLEEP_HOOK, TX_MARKER
 from neardup.service import (
     PageUpdate,
     ServiceIndex,
@@ -25,7 +26,6 @@ from neardup.service import (
     winner_key,
 )
 from neardup.service.api import create_service_app
-from neardup.service.storage import SLEEP_HOOK, TX_MARKER
 
 
 def doc(tag: str, n: int = 300, extra: str = "") -> str:

@@ -1,4 +1,4 @@
-"""The index on disk (`service/layout.py`): segments and their merges, the conversion of an
+"""The index on disk (`service/store.py`): segments and their merges, the conversion of an
 old DuckDB index, one writer and many readers across processes."""
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from crawl_texts import near_copies
 from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
-from neardup.service import IndexBusy, PageUpdate, ServiceError, ServiceIndex, open_index
-from neardup.service.layout import (
+from neardup.index.files.store import (
     GRAPH_PREFIX,
     LEGACY_DB,
     MANIFEST,
@@ -31,6 +30,7 @@ from neardup.service.layout import (
     read_manifest,
     read_state,
 )
+from neardup.service import IndexBusy, PageUpdate, ServiceError, ServiceIndex, open_index
 from neardup.store.outputs import write_marker
 
 
@@ -301,7 +301,7 @@ def _three_batches(store) -> tuple[ServiceIndex, list[str]]:
 def _paused_merges(monkeypatch) -> tuple[threading.Event, threading.Event]:
     """Merges that wait before writing: the first event is set when one has begun, and it
     goes on once the second is."""
-    import neardup.service.index as index_module
+    import neardup.index.service_index as index_module
 
     entered, go = threading.Event(), threading.Event()
     real = index_module.write_merged
@@ -386,7 +386,7 @@ def test_an_index_written_before_slots_gets_them_once(tmp_path, monkeypatch):
 def _segments(rng: np.random.Generator, with_slots: bool) -> list:
     """Four segments, oldest first, some pages and groups rewritten in several of them and
     some groups deleted (a null winner), as batches leave them."""
-    from neardup.service.layout import GROUP_SCHEMA, PAGE_SCHEMA, Segment
+    from neardup.index.files.store import GROUP_SCHEMA, PAGE_SCHEMA, Segment
 
     segs = []
     for version in range(4):
@@ -421,7 +421,7 @@ def test_newest_row_of_a_page_by_slot_is_the_one_by_url(seed):
     """Segments stacked oldest first, a page rewritten in some of them: the newest row of
     each page found by its slot (one integer sort) is the one found by its URL, and the
     merged signatures are that row's."""
-    from neardup.service.layout import merged
+    from neardup.index.files.store import merged
 
     segs = _segments(np.random.default_rng(seed), with_slots=True)
     got = merged(segs, drop_deleted=False)
@@ -444,7 +444,7 @@ def test_a_merge_written_block_by_block_is_the_segments_merged(
     rows at a time) writes what `merged` makes of the same segments in memory (itself
     checked against a plain newest-by-URL above), rows by slot or, for an older neardup's
     rows without one, by URL; deleted groups dropped or kept."""
-    from neardup.service import layout
+    from neardup.index.files import store as layout
 
     monkeypatch.setattr(layout, "_BLOCK", 7)
     names = []
@@ -468,7 +468,8 @@ def test_a_merge_written_block_by_block_is_the_segments_merged(
 def test_arrays_written_in_blocks_read_back_as_written(tmp_path):
     """`RowBlocks` files are the `.npy` files of the whole arrays; a block of the wrong
     width or rows that do not add up to the shape are refused."""
-    from neardup.service.layout import RowBlocks, read_arrays, write_arrays
+    from neardup.index.files.store import read_arrays, write_arrays
+    from neardup.index.state.arrays import RowBlocks
 
     rng = np.random.default_rng(0)
     keys = rng.integers(-(2**62), 2**62, size=(3, 10), dtype=np.int64)
@@ -497,8 +498,9 @@ def test_patched_rows_are_the_source_with_the_changed_rows_put_in(
     """A `PatchedRows` file is the matrix a plain write of it gives: the source file's
     rows where unchanged, the changed and new rows from memory, zeros after; by the kernel's
     file-to-file copy or, where the file system has none, through the process."""
-    import neardup.service.layout as layout_module
-    from neardup.service.layout import PatchedRows, part_file, write_arrays
+    import neardup.index.files.store as layout_module
+    from neardup.index.files.store import part_file, write_arrays
+    from neardup.index.state.arrays import PatchedRows
 
     rng = np.random.default_rng(1)
     old = rng.integers(0, 2**32, size=(300, 7), dtype=np.uint32)  # 250 rows and room

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from update_ops import op, texts, url
 
-import neardup.service.index as index_module
+import neardup.index.service_index as index_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
 

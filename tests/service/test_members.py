@@ -9,9 +9,9 @@ from crawl_texts import near_copies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.service.layout import GROUP_SCHEMA
-from neardup.service.members import GroupMembers, Winners
-from neardup.service.pages import PageTable
+from neardup.index.files.store import GROUP_SCHEMA
+from neardup.index.state.groups import GroupMembers, Winners
+from neardup.index.state.pages import PageTable
 
 URLS = [f"http://h/{i}" for i in range(8)]
 
@@ -90,8 +90,8 @@ def test_groups_folded_after_every_batch_are_the_groups_kept_in_the_overlay(tmp_
     """`settle` folds the overlay into the arrays (from the page table's `group` column,
     the winners by one sort): forced after every batch, the groups and winners are those of
     an index that never folds, and reopened from the files they are the same."""
+    from neardup.index.state import groups as members_module
     from neardup.service import ServiceIndex
-    from neardup.service import members as members_module
 
     texts = near_copies(100, 7, vocab=500, words=100, bases=5, edits=6)
     kept = _index_groups(tmp_path / "kept", texts)
@@ -115,7 +115,7 @@ def test_winners_equal_a_dict(fold, opened, seq):
     (`settle`) or never."""
     from unittest import mock
 
-    from neardup.service import members as members_module
+    from neardup.index.state import groups as members_module
 
     rows = _group_rows(opened)
     half = rows.num_rows // 2

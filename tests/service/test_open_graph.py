@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from crawl_texts import near_copies
 
-import neardup.service.index as index_module
+import neardup.index.service_index as index_module
 from neardup.config import Settings
-from neardup.service import PageUpdate, ServiceError, ServiceIndex
-from neardup.service.layout import (
+from neardup.index.files import band_save
+from neardup.index.files.segment_rows import TX_MARKER
+from neardup.index.files.store import (
     GRAPH_PREFIX,
     GRAPH_SLEEP_HOOK,
     Manifest,
@@ -27,8 +28,8 @@ from neardup.service.layout import (
     read_manifest,
     write_arrays,
 )
-from neardup.service.scangraph import ScanGraph
-from neardup.service.storage import TX_MARKER
+from neardup.index.state.scangraph import ScanGraph
+from neardup.service import PageUpdate, ServiceError, ServiceIndex
 
 
 def _texts(n: int, seed: int) -> list[str]:
@@ -94,7 +95,7 @@ def test_the_graph_opened_is_the_one_the_batches_built(
 
 KILL_SCRIPT = textwrap.dedent("""
     import sys
-    import neardup.service.index as index_module
+    import neardup.index.service_index as index_module
     from neardup.service import PageUpdate, ServiceError, ServiceIndex
     index_module.GRAPH_EVERY_PAGES = 0  # this batch saves the graph's arrays
     ix = ServiceIndex(sys.argv[1])
@@ -161,7 +162,7 @@ def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_versio
 
 CHANGES_KILL_SCRIPT = textwrap.dedent("""
     import sys
-    import neardup.service.index as index_module
+    import neardup.index.service_index as index_module
     from neardup.service import PageUpdate, ServiceIndex
     index_module.CHANGES_AT_CLOSE_PAGES = 0  # closing writes the graph's changes
     with ServiceIndex(sys.argv[1]) as ix:
@@ -265,7 +266,7 @@ def _graph_only_save(ix: ServiceIndex) -> None:
     arrays alone, every segment kept and named."""
     m = ix.manifest
     name = f"{GRAPH_PREFIX}{m.version + 1:08d}"
-    write_arrays(ix.store, name, ix.scan_graph.arrays())
+    write_arrays(ix.store, name, ix.scan_graph.arrays(band_save.band_writer()))
     meta = {**m.meta, "graph": {"name": name, "version": m.version}}
     commit(ix.store, Manifest(m.version + 1, m.segments, m.rows, meta))
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from crawl_texts import near_copies
 
-import neardup.service.index as index_module
-import neardup.service.layout as layout_module
+import neardup.index.files.store as layout_module
+import neardup.index.service_index as index_module
 from neardup.config import Settings
+from neardup.index.files.store import SEG_PREFIX, read_manifest, segment_version
+from neardup.index.service_index import _saved_at
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.index import _saved_at
-from neardup.service.layout import SEG_PREFIX, read_manifest, segment_version
 
 
 def _texts(n: int, seed: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup.service.overlay import FoldRule, Overlay
+from neardup.index.state.overlay import FoldRule, Overlay
 
 
 def test_a_fold_is_due_past_an_eighth_of_the_base_and_past_the_floor():

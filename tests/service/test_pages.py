@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import neardup.service.pages as pages_module
+import neardup.index.state.pages as pages_module
+from neardup.index.state.pages import PageTable, SlotRows
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.pages import PageTable, SlotRows
 
 
 def test_colliding_keys_are_told_apart_by_the_url():
@@ -99,12 +99,12 @@ def test_pages_added_after_opening_are_found_once_folded(tmp_path, monkeypatch):
 )
 def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
     """Rows opened as one array, or (`parts` > 0) as the rows of several segments' matrices
-    picked in some order with rows no slot reads between them (`layout.Stacked`), then
+    picked in some order with rows no slot reads between them (`store.Stacked`), then
     blocks added as slots are (small first blocks here): every read (a slot, a slice, many
     slots across blocks) and write is the plain matrix's."""
     from unittest import mock
 
-    from neardup.service.layout import Stacked
+    from neardup.index.state.arrays import Stacked
 
     base = np.arange(base_rows * 3, dtype=np.uint32).reshape(base_rows, 3)
     plain = base.copy()
@@ -155,7 +155,7 @@ def test_page_rows_in_any_order_open_as_in_slot_order(n, added, rnd):
     and after pages are added and folded in, is that of the rows put in slot order first."""
     import pyarrow as pa
 
-    from neardup.service.layout import PAGE_SCHEMA
+    from neardup.index.files.store import PAGE_SCHEMA
 
     urls = [f"http://o.example/{i}#{rnd.randrange(3)}" for i in range(n)]
     keys = [url_key(u) for u in urls]

@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.config import Settings
+from neardup.index.state.lengths import dim_lengths
+from neardup.index.state.prepare import prepare_batch
+from neardup.index.state.updates import PageUpdate
 from neardup.kernels import fingerprint64, sketch_text
-from neardup.service.lengths import dim_lengths
-from neardup.service.prepare import prepare_batch
-from neardup.service.updates import PageUpdate
 
 
 def test_batch_sketches_equal_one_text_at_a_time():
@@ -53,7 +53,7 @@ def test_batches_joined_are_the_batch_of_all_their_pages(entries, sizes):
     """Pages prepared in several batches then joined (what `neardup add` applies while its
     index opens) are what one batch of all of them gives: the last entry of a URL wins,
     an update, a removal, a redirect or a skip (robots.txt, a crawler's file)."""
-    from neardup.service.prepare import PreparedBatch
+    from neardup.index.state.prepare import PreparedBatch
 
     def update(url: str, what: str) -> PageUpdate:
         if what == "remove":

@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from door_server import serving
 
-import neardup.service.index as index_module
+import neardup.index.service_index as index_module
+from neardup.index.state.lookups import HERE
 from neardup.service import PageUpdate, ServiceIndex
 from neardup.service.api import create_service_app
-from neardup.service.lookups import HERE
 
 
 def test_reads_answer_from_the_last_version_while_a_batch_computes(tmp_path, monkeypatch):

@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.service.layout import PatchedRows, write_arrays
-from neardup.service.saved_search import Found, PairsToScore, hits, score_saved, search_saved
+from neardup.index.files.saved_search import score_saved, search_saved
+from neardup.index.files.store import write_arrays
+from neardup.index.state.arrays import PatchedRows
+from neardup.index.state.found import Found, PairsToScore, hits
 
 
 def _plain(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> set[tuple[int, int]]:
@@ -93,8 +95,8 @@ def test_saved_nodes_keys_come_with_the_page_keys_found(tmp_path):
     """With the band index's shape, a search of page keys also gives, for the pages found
     that the saved graph holds as nodes, the band keys of their saved sketches: each
     checked against `lsh_keys` of that row, and no key for a page that is no node."""
+    from neardup.index.files.saved_search import NODE_KEYS
     from neardup.pipeline.steps.near_pairs import lsh_keys
-    from neardup.service.saved_search import NODE_KEYS
 
     rng = np.random.default_rng(5)
     n = 50

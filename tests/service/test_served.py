@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from update_ops import N_URLS, op, texts, url
 
-import neardup.service.index as index_module
+import neardup.index.service_index as index_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceError, ServiceIndex
 from neardup.service.served import Served

@@ -1,4 +1,4 @@
-"""`neardup add --engine spark` (`service/spark_feed.py`): the crawl read and sketched on
+"""`neardup add --engine spark` (`index/engines/spark_jobs.py`): the crawl read and sketched on
 Spark's executors, a task a file, the batches applied to the index by this process.
 
 Checked on the generated crawl (request-first WARCs with redirects, error pages, links and
@@ -19,10 +19,10 @@ from index_states import index_state as _state
 from run_groups import scan_groups
 from spark_session import spark  # noqa: F401 - the fixture
 
+from neardup.index.feed import add_files
+from neardup.index.files.band_save import fill_tables
+from neardup.index.state.lookups import HERE
 from neardup.service import ServiceIndex
-from neardup.service.band_save import fill_tables
-from neardup.service.feed import add_files
-from neardup.service.lookups import HERE
 
 
 def _groups(store: Path) -> set[frozenset[str]]:
@@ -109,7 +109,7 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     the guess of the saved round-1 searches misses the batches that saves and removals do
     not search ahead), and the index is the one the embedded engine writes, which reads
     saved sketches in its own process."""
-    import neardup.service.spark_feed as spark_feed_module
+    import neardup.index.engines.spark_jobs as spark_feed_module
 
     # Every batch, however small (by default one of fewer pages is the driver's alone).
     monkeypatch.setattr(spark_feed_module, "EXECUTORS_FROM", 0)
@@ -184,9 +184,9 @@ def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors
     the executors, a task a table, from the save before and the changes since (this
     process's table writer fails if it is called); the index, band keys, graph and pages,
     is the one the embedded engine saves with its own process's writer."""
-    import neardup.service.index as index_module
-    import neardup.service.spark_feed as spark_feed_module
-    from neardup.service import band_save
+    import neardup.index.engines.spark_jobs as spark_feed_module
+    import neardup.index.service_index as index_module
+    from neardup.index.files import band_save
 
     files = list(demo_crawl.warc_paths)
     stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
@@ -243,7 +243,7 @@ def test_a_small_batch_of_a_spark_add_runs_no_job_of_its_own(
 ):
     """Below `EXECUTORS_FROM` pages a batch is applied by the driver alone (its searches and
     comparisons cost less there than a Spark job each); at it or above, on the executors."""
-    import neardup.service.spark_feed as spark_feed_module
+    import neardup.index.engines.spark_jobs as spark_feed_module
 
     files = list(demo_crawl.warc_paths)
     store = tmp_path / "s"
@@ -293,11 +293,11 @@ def test_a_failed_spark_job_is_one_line_and_the_index_keeps_its_last_version(
     from typer.testing import CliRunner
 
     from neardup.cli.main import app
-    from neardup.service import spark_feed
+    from neardup.index.engines import spark_jobs
 
     store = tmp_path / "s"
     files = [str(p) for p in demo_crawl.warc_paths]
-    real = spark_feed._run
+    real = spark_jobs._run
     calls = []
 
     def failing(tasks):  # defined here: shipped to the executors by value
@@ -311,7 +311,7 @@ def test_a_failed_spark_job_is_one_line_and_the_index_keeps_its_last_version(
             return real(context, tasks, work, parts)
         return real(context, tasks, failing, parts)
 
-    monkeypatch.setattr(spark_feed, "_run", second_wave_fails)
+    monkeypatch.setattr(spark_jobs, "_run", second_wave_fails)
     res = CliRunner().invoke(app, ["add", str(store), *files, "--engine", "spark"])
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.strip()]

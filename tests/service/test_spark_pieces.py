@@ -16,8 +16,8 @@ import sys
 from index_states import index_state
 from spark_session import spark  # noqa: F401 - the fixture
 
-from neardup.service.feed import add_files
-from neardup.service.spark_spool import SPOOL_PREFIX, read_pieces, spool_folder, write_pieces
+from neardup.index.engines.spark_spool import SPOOL_PREFIX, read_pieces, spool_folder, write_pieces
+from neardup.index.feed import add_files
 
 
 def test_pieces_close_at_the_bound_and_are_read_in_order_then_deleted(tmp_path):
@@ -56,7 +56,7 @@ def test_one_files_batches_come_back_in_pieces_with_the_embedded_adds_groups(
     tmp_path,
     monkeypatch,
 ):
-    from neardup.service import spark_feed, spark_spool
+    from neardup.index.engines import spark_jobs, spark_spool
     from neardup.synth.webtext import write_webtext
 
     pages = tmp_path / "pages.jsonl"
@@ -65,7 +65,7 @@ def test_one_files_batches_come_back_in_pieces_with_the_embedded_adds_groups(
     monkeypatch.setattr(spark_spool, "PIECE_BYTES", bound)
     pieces: list[list[int]] = []
     sent: list[bytes] = []
-    real_read, real_run = spark_feed.read_pieces, spark_feed._run
+    real_read, real_run = spark_jobs.read_pieces, spark_jobs._run
 
     def read(folder, names):
         pieces.append([(folder / n).stat().st_size for n in names])
@@ -73,12 +73,12 @@ def test_one_files_batches_come_back_in_pieces_with_the_embedded_adds_groups(
 
     def run(context, tasks, work, parts):
         got = real_run(context, tasks, work, parts)
-        if getattr(work, "func", None) is spark_feed._sketch_files:
+        if getattr(work, "func", None) is spark_jobs._sketch_files:
             sent.extend(got)
         return got
 
-    monkeypatch.setattr(spark_feed, "read_pieces", read)
-    monkeypatch.setattr(spark_feed, "_run", run)
+    monkeypatch.setattr(spark_jobs, "read_pieces", read)
+    monkeypatch.setattr(spark_jobs, "_run", run)
     store = tmp_path / "spark"
     totals = add_files(store, [pages], batch=250, engine="spark")
     plain = add_files(tmp_path / "embedded", [pages], batch=250, workers=1)

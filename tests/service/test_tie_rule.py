@@ -18,9 +18,9 @@ from update_ops import texts
 
 from neardup import scan
 from neardup.config import Settings
+from neardup.index.state.scangraph import ScanGraph
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service import PageUpdate, ServiceIndex
-from neardup.service.scangraph import ScanGraph
 
 
 def _pages() -> dict[str, str]:

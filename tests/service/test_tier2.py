@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from neardup.config import Settings
+from neardup.index.state.tier2 import agreement_matrix, all_pairs
 from neardup.kernels import sketch_texts
 from neardup.service import (
     LengthMap,
@@ -21,7 +22,6 @@ from neardup.service import (
     fine_bounds,
     length_partition_report,
 )
-from neardup.service.tier2 import agreement_matrix, all_pairs
 
 
 def doc(tag: str, n: int = 300, extra: str = "") -> str:

@@ -43,7 +43,7 @@ AccessLogOpt = Annotated[
 
 def resolve_token(token: str | None, token_file: str | None) -> str | None:
     """The token, or a clean failure when the token file cannot be read."""
-    from neardup.service.door import read_token
+    from neardup.door import read_token
 
     try:
         return read_token(token, token_file, os.environ.get("NEARDUP_TOKEN"))
@@ -53,7 +53,7 @@ def resolve_token(token: str | None, token_file: str | None) -> str | None:
 
 def rate_or_none(rate: str) -> str | None:
     """The `--rate-limit` value checked (None for 'off'), or a clean failure."""
-    from neardup.service.door import check_rate
+    from neardup.door import check_rate
 
     try:
         return check_rate(rate)
@@ -104,7 +104,7 @@ def run_server(app: Any, host: str, port: int, token: str | None, access_log: bo
     """Warn when reachable beyond loopback, set up the access log, then serve."""
     import uvicorn
 
-    from neardup.service.door import UVICORN_OPTIONS, bind_warning
+    from neardup.door import UVICORN_OPTIONS, bind_warning
 
     warning = bind_warning(host, token)
     if warning:

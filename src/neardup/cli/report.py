@@ -89,7 +89,7 @@ def ui_command(
     Beyond loopback it needs a token; a browser asks for it (HTTP Basic: any user name, the
     token as password)."""
     require_extra("service", "ui", "fastapi", "uvicorn")
-    from neardup.service.door import allowed_hosts, is_loopback
+    from neardup.door import allowed_hosts, is_loopback
     from neardup.ui import create_app
 
     secret = resolve_token(token, token_file)

@@ -52,11 +52,11 @@ def register(app: typer.Typer) -> None:
             run_server,
         )
         from neardup.cli.output import fail
+        from neardup.door import allowed_hosts
+        from neardup.index.files.store import has_index
+        from neardup.index.service_index import ServiceIndex
+        from neardup.index.state.updates import ServiceError
         from neardup.service.api import create_service_app
-        from neardup.service.door import allowed_hosts
-        from neardup.service.index import ServiceIndex
-        from neardup.service.layout import has_index
-        from neardup.service.updates import ServiceError
         from neardup.store.outputs import OutputError
 
         secret = resolve_token(token, token_file)
@@ -150,11 +150,11 @@ def register(app: typer.Typer) -> None:
         """
         from neardup.cli.output import emit_table, fail, out_console
         from neardup.config import SettingsError
+        from neardup.index.feed import add_files
+        from neardup.index.state.updates import ServiceError
         from neardup.ingest.paths_file import PathsFileError
         from neardup.ingest.readers import InputError
         from neardup.pipeline.executors import EngineUnavailableError
-        from neardup.service.feed import add_files
-        from neardup.service.updates import ServiceError
         from neardup.store.outputs import OutputError
 
         started = time.perf_counter()

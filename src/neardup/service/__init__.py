@@ -1,9 +1,9 @@
-"""Incremental duplicate service: a persistent two-tier index (versioned column files) and
-its HTTP API.
+"""Incremental duplicate service: the HTTP API of the index (`neardup.index`), its models,
+the bulk body and the served copies.
 
-The names below are loaded from their modules on first use, so that a module of this
-package imported alone (`prepare`, `spark_feed` on a Spark executor, which sketch and never
-open an index) does not load the index, the graph and their libraries (0.2 s)."""
+The index's public names keep their address here (`from neardup.service import
+ServiceIndex, PageUpdate`), loaded from their modules on first use, so that importing a
+module of this package does not load the index, the graph and their libraries (0.2 s)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 from neardup.startup import loaded_on_first_use
 
 if TYPE_CHECKING:
-    from neardup.service.groups import elect, winner_key
-    from neardup.service.handle import DuplicateIndex, open_index
-    from neardup.service.index import ServiceIndex
-    from neardup.service.layout import IndexBusy
-    from neardup.service.lengths import (
+    from neardup.index.files.store import IndexBusy
+    from neardup.index.handle import DuplicateIndex, open_index
+    from neardup.index.service_index import ServiceIndex
+    from neardup.index.state.lengths import (
         LengthMap,
         balanced_edges,
         dim_lengths,
@@ -24,9 +23,9 @@ if TYPE_CHECKING:
         length_partition_report,
         rho_estimate,
     )
-    from neardup.service.popularity import RedirectGraph, effective_popularity
-    from neardup.service.tier2 import SignatureStore
-    from neardup.service.updates import (
+    from neardup.index.state.popularity import RedirectGraph, effective_popularity
+    from neardup.index.state.tier2 import SignatureStore
+    from neardup.index.state.updates import (
         BatchReport,
         PageUpdate,
         ServiceError,
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
         as_update,
         html_to_text,
     )
+    from neardup.index.state.winner_rule import elect, winner_key
 
 __all__ = [
     "BatchReport",
@@ -59,28 +59,30 @@ __all__ = [
     "winner_key",
 ]
 
+# Where each public name lives now (issue 48: the index is `neardup.index`, below this
+# package); the names keep their old address here.
 _HOME = {
-    "elect": "groups",
-    "winner_key": "groups",
-    "DuplicateIndex": "handle",
-    "open_index": "handle",
-    "ServiceIndex": "index",
-    "IndexBusy": "layout",
-    "LengthMap": "lengths",
-    "balanced_edges": "lengths",
-    "dim_lengths": "lengths",
-    "fine_bounds": "lengths",
-    "length_partition_report": "lengths",
-    "rho_estimate": "lengths",
-    "RedirectGraph": "popularity",
-    "effective_popularity": "popularity",
-    "SignatureStore": "tier2",
-    "BatchReport": "updates",
-    "PageUpdate": "updates",
-    "ServiceError": "updates",
-    "ServiceOptions": "updates",
-    "as_update": "updates",
-    "html_to_text": "updates",
+    "elect": "index.state.winner_rule",
+    "winner_key": "index.state.winner_rule",
+    "DuplicateIndex": "index.handle",
+    "open_index": "index.handle",
+    "ServiceIndex": "index.service_index",
+    "IndexBusy": "index.files.store",
+    "LengthMap": "index.state.lengths",
+    "balanced_edges": "index.state.lengths",
+    "dim_lengths": "index.state.lengths",
+    "fine_bounds": "index.state.lengths",
+    "length_partition_report": "index.state.lengths",
+    "rho_estimate": "index.state.lengths",
+    "RedirectGraph": "index.state.popularity",
+    "effective_popularity": "index.state.popularity",
+    "SignatureStore": "index.state.tier2",
+    "BatchReport": "index.state.updates",
+    "PageUpdate": "index.state.updates",
+    "ServiceError": "index.state.updates",
+    "ServiceOptions": "index.state.updates",
+    "as_update": "index.state.updates",
+    "html_to_text": "index.state.updates",
 }
 
-__getattr__ = loaded_on_first_use(__name__, _HOME)
+__getattr__ = loaded_on_first_use("neardup", _HOME)

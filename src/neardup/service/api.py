@@ -1,7 +1,7 @@
 """HTTP API of the duplicate service (FastAPI; OpenAPI at /api/openapi.json, docs at /api/docs).
 
 Reads are open; writes need `Authorization: Bearer <token>` (fixed when the server starts).
-Host, rate, token and body size are judged by the shared door (`service/door.py`) from the
+Host, rate, token and body size are judged by the shared door (`neardup/door.py`) from the
 headers, before the app reads a body byte. The request models (`service/api_models.py`) are
 the published schema, and every error, whoever raises it, has the one body `Error`, so the
 OpenAPI document says exactly what the API accepts and answers (checked by a schemathesis
@@ -32,6 +32,17 @@ from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
+from neardup.door import (
+    ANY_REQUEST,
+    MAX_BODY,
+    PROTECTED,
+    Door,
+    DoorConfig,
+    refusal_responses,
+)
+from neardup.index.service_index import ServiceIndex
+from neardup.index.state.prepare import prepare_batch
+from neardup.index.state.updates import PageUpdate, SelfRedirect, ServiceError, UnknownPage
 from neardup.kernels.jit import start as start_jit
 from neardup.service.api_models import (
     MAX_URL,
@@ -46,18 +57,7 @@ from neardup.service.api_models import (
     page_updates,
 )
 from neardup.service.bulk_body import ARROW_STREAM, read_arrow_pages
-from neardup.service.door import (
-    ANY_REQUEST,
-    MAX_BODY,
-    PROTECTED,
-    Door,
-    DoorConfig,
-    refusal_responses,
-)
-from neardup.service.index import ServiceIndex
-from neardup.service.prepare import prepare_batch
 from neardup.service.served import Served
-from neardup.service.updates import PageUpdate, SelfRedirect, ServiceError, UnknownPage
 
 WRITES = frozenset({("POST", "/pages"), ("DELETE", "/pages")})
 # The status of each update the index refuses although it keeps the schema (see above).

@@ -23,7 +23,7 @@ from pydantic import (
     Tag,
 )
 
-from neardup.service.updates import MAX_LINKS, PAGE_ONE_OF, PageUpdate
+from neardup.index.state.updates import MAX_LINKS, PAGE_ONE_OF, PageUpdate
 
 MAX_BATCH = 10_000
 MAX_URL = 8192

@@ -37,8 +37,8 @@ import pyarrow.compute as pc
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 
+from neardup.index.state.updates import MAX_LINKS, PageUpdate
 from neardup.service.api_models import MAX_BATCH, MAX_URL, PagesIn, page_updates
-from neardup.service.updates import MAX_LINKS, PageUpdate
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 COLUMNS = ("url", "text", "html", "redirect_to", "links_in")

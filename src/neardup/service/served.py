@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from neardup.service.index import ServiceIndex
-from neardup.service.updates import BatchReport, PageUpdate, ServiceError
+from neardup.index.service_index import ServiceIndex
+from neardup.index.state.updates import BatchReport, PageUpdate, ServiceError
 
 R = TypeVar("R")
 

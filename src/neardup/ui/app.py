@@ -17,12 +17,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.api import resemblance
-from neardup.linkgraph.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIES_FILE
-from neardup.linkgraph.mirrors import MIRRORS_FILE
-from neardup.linkgraph.rollup import rollup
-from neardup.pipeline.progress import Progress
-from neardup.report.templates import environment
-from neardup.service.door import (
+from neardup.door import (
     ANY_REQUEST,
     ERROR_BODY,
     PROTECTED,
@@ -30,6 +25,11 @@ from neardup.service.door import (
     DoorConfig,
     refusal_responses,
 )
+from neardup.linkgraph.collections import CLUSTERS_FILE, COLLECTIONS_FILE, COPIES_FILE
+from neardup.linkgraph.mirrors import MIRRORS_FILE
+from neardup.linkgraph.rollup import rollup
+from neardup.pipeline.progress import Progress
+from neardup.report.templates import environment
 from neardup.ui import queries as q
 from neardup.ui.diff import word_diff
 from neardup.ui.store import RunStore

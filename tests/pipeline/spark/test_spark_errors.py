@@ -140,8 +140,7 @@ def test_an_unreadable_report_still_gives_a_line():
 REAL_OOM = """
 import sys
 from neardup.pipeline.executors.spark.session import spark_session
-from neardup.service import spark_feed
-
+from neardup.index.engines import spark_jobs as spark_feed
 spark = spark_session("local[1]", {"spark.driver.memory": "512m"})
 rows = spark.range(1).selectExpr("repeat('x', CAST(id AS INT) + 2000000000) AS s").rdd
 try:

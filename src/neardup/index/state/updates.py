@@ -1,6 +1,6 @@
 """What callers of the service index send, configure and get back.
 
-Kept apart from `index.py` so that the HTTP app, the feeder and the batch code can name an
+Kept apart from `service_index.py` so that the HTTP app, the feeder and the batch code can name an
 update, an option set or a report without pulling in the index and its database.
 """
 

@@ -14,7 +14,7 @@ whatever the file's size, and the JVM passes a few hundred bytes a task.
 
 The spool is in the index's folder because that is storage the driver and every executor
 share already: the executors search the saved index there and write its band tables
-(`spark_feed.py`). The records are pickles, not Parquet as the scan's executors write: a
+(`engines/spark_jobs.py`). The records are pickles, not Parquet as the scan's executors write: a
 record is the batch the driver applies (`PreparedBatch`: URLs to updates and sketches),
 as the embedded engine's worker processes send it, written and read by one neardup in
 one command and queried by no one; a Parquet schema for it would be a translation each

@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from neardup.config import Settings
+from neardup.index.state.updates import PageUpdate
 from neardup.ingest import extract_page, iter_records
 from neardup.ingest.eligibility import REDIRECT_REASON, page_reason, rule_of
-from neardup.service.updates import PageUpdate
 
 
 def page_batches(

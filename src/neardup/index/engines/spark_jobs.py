@@ -2,7 +2,7 @@
 sketched on Spark's executors, one task a file; the batches come back to the process that
 holds the index, in file order, and are applied there as the embedded engine applies its
 own (`feed.add_files`). The index sees these jobs through one object, the Spark engine
-(`engine_spark.SparkEngine`).
+(`spark.SparkEngine`).
 
 What is distributed is what costs the most per page and needs no index: reading the
 archives, HTML to text, the eligibility rule, the links, the sketches (`crawl_updates.page_batches`
@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from neardup.config import Settings
-from neardup.service import spark_spool
-from neardup.service.prepare import PreparedBatch, prepare_batch
-from neardup.service.saved_search import NODE_KEYS, Found, PairsToScore
-from neardup.service.spark_spool import read_pieces, spool_folder, write_pieces
+from neardup.index.engines import spark_spool
+from neardup.index.engines.spark_spool import read_pieces, spool_folder, write_pieces
+from neardup.index.files.saved_search import NODE_KEYS
+from neardup.index.state.found import Found, PairsToScore
+from neardup.index.state.prepare import PreparedBatch, prepare_batch
 
 # The JVMs of an add only hand out a task a file (the driver's) and pass bytes between the
 # Python workers and the driver (the executors'): compiled by the first tier only, they
@@ -193,7 +194,7 @@ def band_tables_on_spark(
     row of the save `before` and the changes since and writing its row of the files in
     `folder` in place (`band_save.write_table`; storage every worker shares). A band index
     of fewer than `EXECUTORS_FROM` nodes is written by this process (a job costs more)."""
-    from neardup.service.band_save import fill_tables, widths
+    from neardup.index.files.band_save import fill_tables, widths
 
     if widths(folder)["new"] < EXECUTORS_FROM:
         fill_tables(folder, before, tables)
@@ -206,7 +207,7 @@ def band_tables_on_spark(
 
 def _write_tables(tables: Iterable[int], folder: str, before: str | None) -> Iterator[bytes]:
     """On an executor: its tables of a save's band index written in place."""
-    from neardup.service.band_save import write_table
+    from neardup.index.files.band_save import write_table
 
     for t in tables:
         write_table(Path(folder), None if before is None else Path(before), t)
@@ -215,7 +216,7 @@ def _write_tables(tables: Iterable[int], folder: str, before: str | None) -> Ite
 
 def _score_saved(tasks: Iterable[PairsToScore], folder: str) -> Iterator[bytes]:
     """On an executor: the resemblance of one run of pairs, pickled."""
-    from neardup.service.saved_search import score_saved
+    from neardup.index.files.saved_search import score_saved
 
     for pairs in tasks:
         yield pickle.dumps(score_saved(Path(folder), pairs))
@@ -226,7 +227,7 @@ def _search_saved(
 ) -> Iterator[bytes]:
     """On an executor: the saved index's entries for one range of each list of keys,
     pickled."""
-    from neardup.service.saved_search import search_saved
+    from neardup.index.files.saved_search import search_saved
 
     for queries in tasks:
         yield pickle.dumps(search_saved(Path(folder), queries, shape))
@@ -283,7 +284,7 @@ def _file_records(
 ) -> Iterator[tuple[str, Any]]:
     """A file's records: its batches, its in-links `LINKS_A_RECORD` at a time, then its
     skipped records."""
-    from neardup.service.crawl_updates import page_batches
+    from neardup.index.engines.crawl_updates import page_batches
 
     skipped: Counter[str] = Counter()
     inlinks: Counter[str] = Counter()
@@ -297,7 +298,7 @@ def _file_records(
 
 def _without_text(prepared: PreparedBatch) -> PreparedBatch:
     """The batch as the index applies it: a page's text, read only to sketch it, is left
-    behind (an empty text still marks the update as content, as `batch.py` tells them)."""
+    behind (an empty text still marks the update as content, as `apply_batch.py` tells them)."""
     updates: dict[str, Any] = {
         url: replace(u, text="", html=None) if u.text is not None or u.html is not None else u
         for url, u in prepared.updates.items()

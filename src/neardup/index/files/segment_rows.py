@@ -1,6 +1,6 @@
 """The service index's page rows: the rows a batch writes, the invariants they keep.
 
-The files are described in `layout.py`; this module turns the pages a batch touched into
+The files are described in `files/store.py`; this module turns the pages a batch touched into
 one segment's rows and states the invariants the stored state must keep, so that a crash
 test can check them.
 """
@@ -10,18 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from neardup.service.layout import (
-    GROUP_SCHEMA,
-    PAGE_SCHEMA,
-    SLEEP_HOOK,
-    TX_MARKER,
-    Segment,
-)
-from neardup.service.members import GroupMembers, Winners
-from neardup.service.pages import PageTable
+from neardup.index.files.store import GROUP_SCHEMA, PAGE_SCHEMA, SLEEP_HOOK, TX_MARKER, Segment
+from neardup.index.state.groups import GroupMembers, Winners
+from neardup.index.state.pages import PageTable
 
 SERVICE_KIND = "service index"
-MAX_REDIRECTS = 32
 __all__ = ["SLEEP_HOOK", "TX_MARKER"]  # the crash test's hook, defined with the files
 
 

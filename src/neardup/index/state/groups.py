@@ -19,10 +19,10 @@ from collections.abc import Collection, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from neardup.index.state.arrays import RowBlocks, mapped_strings, string_blocks
+from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
+from neardup.index.state.pages import PageTable, one_array
 from neardup.kernels.sorting import sorted_distinct
-from neardup.service.layout import RowBlocks, mapped_strings, string_blocks
-from neardup.service.overlay import FOLD_SHARE, FoldRule, Overlay
-from neardup.service.pages import PageTable, one_array
 
 FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)
 
@@ -143,7 +143,7 @@ class GroupMembers:
 
     def settle(self) -> None:
         """Between batches: fold the overlay into the arrays once it is large. The page
-        table's `group` column is kept in step with every change (`batch.py`), so the
+        table's `group` column is kept in step with every change (`apply_batch.py`), so the
         arrays are made again from it, as on opening."""
         if _fold_due(len(self._over), self._ids.size):
             self._build()
@@ -238,7 +238,7 @@ class Winners:
     million-page index (0.2 to 1 s)."""
 
     def __init__(self, groups: pa.Table, saved: dict[str, np.ndarray] | None = None) -> None:
-        """`groups`: the committed group rows (`layout.GROUP_SCHEMA`, deleted ones out); or,
+        """`groups`: the committed group rows (`store.GROUP_SCHEMA`, deleted ones out); or,
         with `saved` (the arrays `saved_arrays` wrote, mapped), the group rows written
         since (a null winner: a deleted group)."""
         self._over: dict[int, str | None] = {}  # None: the group was deleted

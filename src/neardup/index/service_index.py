@@ -8,16 +8,16 @@ scan's rule, only the components a batch touched. A page sent again with the sam
 is tier 1 (no work). The tier-2 row store (`tier2.SignatureStore`, partitioned by the
 multidimensional length mapping) answers `check`, the lookup of a text that is not stored.
 
-The files hold the truth (`layout.py`: a manifest naming versioned segments of Parquet and
+The files hold the truth (`files/store.py`: a manifest naming versioned segments of Parquet and
 `.npy` files); the process holds a copy for lookups (the pages as columns, `pages.py`; the
 scan's graph and the groups), so one update batch is:
 compute in memory, write the touched rows as a new segment, commit by replacing the
 manifest, and on any exception reload the last committed version (so memory never runs
-ahead of the last commit). One process writes (`layout.WriterLock`); any number read.
+ahead of the last commit). One process writes (`store.WriterLock`); any number read.
 
-This module is that state and its reads; the batch algorithm is in `batch.py`, the group
-rules in `groups.py`, the rows and their write in `storage.py`, the request and report
-types in `updates.py`.
+This module is that state and its reads; the batch algorithm is in `state/apply_batch.py`,
+the winner rule in `state/winner_rule.py`, the rows and their write in
+`files/segment_rows.py`, the request and report types in `state/updates.py`.
 """
 
 from __future__ import annotations
@@ -41,21 +41,20 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.config import Settings, SettingsError
-from neardup.ingest.eligibility import enough_words
-from neardup.kernels import fingerprint64
-from neardup.kernels.lsh import recall_first_bands
-from neardup.kernels.sorting import sorted_distinct
-from neardup.pipeline.steps.near_pairs import url_key
-from neardup.service.band_save import TableWriter, fill_tables
-from neardup.service.batch import compute_batch
-from neardup.service.graph_changes import (
+from neardup.index.files.band_save import TableWriter, band_writer, fill_tables
+from neardup.index.files.graph_changes import (
     CHANGE_ARRAYS,
     changes_name,
     graph_changes,
     slot_changes_into,
     take_changes,
 )
-from neardup.service.layout import (
+from neardup.index.files.segment_rows import (
+    SERVICE_KIND,
+    invariant_errors,
+    segment_rows,
+)
+from neardup.index.files.store import (
     GRAPH_PREFIX,
     GROUP_SCHEMA,
     LEGACY_DB,
@@ -78,28 +77,29 @@ from neardup.service.layout import (
     write_merged,
     write_segment,
 )
-from neardup.service.lengths import LengthMap
-from neardup.service.lookups import HERE, BatchLookups
-from neardup.service.members import GROUP_ARRAYS, GroupMembers, Winners
-from neardup.service.overlay import FoldRule
-from neardup.service.pages import PAGE_ARRAYS, PageTable
-from neardup.service.popularity import RedirectGraph
-from neardup.service.prepare import PageSketch, PreparedBatch, prepare_batch
-from neardup.service.saved_search import Found
-from neardup.service.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph, saved_node_keys
-from neardup.service.state import IndexState
-from neardup.service.storage import (
-    SERVICE_KIND,
-    invariant_errors,
-    segment_rows,
-)
-from neardup.service.tier2 import SignatureStore
-from neardup.service.updates import (
+from neardup.index.state.apply_batch import compute_batch
+from neardup.index.state.found import Found
+from neardup.index.state.groups import GROUP_ARRAYS, GroupMembers, Winners
+from neardup.index.state.index_state import IndexState
+from neardup.index.state.lengths import LengthMap
+from neardup.index.state.lookups import HERE, BatchLookups
+from neardup.index.state.overlay import FoldRule
+from neardup.index.state.pages import PAGE_ARRAYS, PageTable
+from neardup.index.state.popularity import RedirectGraph
+from neardup.index.state.prepare import PageSketch, PreparedBatch, prepare_batch
+from neardup.index.state.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph, saved_node_keys
+from neardup.index.state.tier2 import SignatureStore
+from neardup.index.state.updates import (
     BatchReport,
     PageUpdate,
     ServiceError,
     ServiceOptions,
 )
+from neardup.ingest.eligibility import enough_words
+from neardup.kernels import fingerprint64
+from neardup.kernels.lsh import recall_first_bands
+from neardup.kernels.sorting import sorted_distinct
+from neardup.pipeline.steps.near_pairs import url_key
 from neardup.store.outputs import open_folder
 
 TIER2_MODES = ("bands", "lengths", "lsh")  # how `check` finds a text's stored neighbours
@@ -123,7 +123,7 @@ TRIM_AFTER_ROWS = 65_536  # merges of at least this many rows give the freed hea
 
 
 class ServiceIndex:
-    """A persistent two-tier duplicate index in the folder `store` (see `layout.py`).
+    """A persistent two-tier duplicate index in the folder `store` (see `files/store.py`).
 
     `read_only` opens the last committed version without the writer lock (any number of
     readers beside one writer); a writer opening a store another process writes is refused
@@ -160,7 +160,7 @@ class ServiceIndex:
             self.close()
             raise
 
-    # The state in memory (`state.IndexState`), read through the index.
+    # The state in memory (`index_state.IndexState`), read through the index.
     @property
     def pages(self) -> PageTable:
         return self.state.pages
@@ -389,7 +389,7 @@ class ServiceIndex:
             if self.graph_meta is not None and not slot_col.null_count:
                 newer = version_col.fill_null(0).to_numpy() > int(self.graph_meta["version"])
                 tail = slot_col.to_numpy()[newer]
-            # The groups and winners as arrays (`members.py`): no object a page or a group.
+            # The groups and winners as arrays (`state/groups.py`): no object a page or a group.
             st.groups = GroupMembers(st.pages)
             st.winners = Winners(state.groups)
         t = self.pages
@@ -540,7 +540,7 @@ class ServiceIndex:
             room = n // GRAPH_EVERY_SHARE + 1024  # for the next batches' pages
             mapped = None if self.graph_meta is None else self.store / str(self.graph_meta["name"])
             arrays = itertools.chain(
-                self.scan_graph.arrays(room, mapped, write_tables),
+                self.scan_graph.arrays(band_writer(write_tables), room, mapped),
                 self.pages.saved_arrays(room, sorted_distinct(np.concatenate(self._written))),
                 self.groups.saved_arrays(),
                 self.winners.saved_arrays(),
@@ -832,7 +832,7 @@ class ServiceIndex:
     ) -> tuple[Path, dict[str, list[np.ndarray]]] | None:
         """Where the index is saved (the graph folder) and the keys the batch will look up
         in its saved sorted arrays (`saved_search.SEARCHED`), a list of sorted keys a row,
-        for a search elsewhere (Spark's executors, `spark_feed.saved_entries_on_spark`)
+        for a search elsewhere (Spark's executors, `spark_jobs.saved_entries_on_spark`)
         whose answers `apply_prepared` takes as `found`; None when nothing is saved yet.
         In two rounds: first (`pages` None) the page keys of its URLs and of the pages its
         redirects lead to; then, with those keys' entries (`pages`), what needs the stored

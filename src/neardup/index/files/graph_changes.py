@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from neardup.service.layout import CHANGES_PREFIX
-from neardup.service.overlay import Overlay
-from neardup.service.scangraph import EDGE_ARRAYS, SLOT_COLUMNS
+from neardup.index.files.store import CHANGES_PREFIX
+from neardup.index.state.overlay import Overlay
+from neardup.index.state.scangraph import EDGE_ARRAYS, SLOT_COLUMNS
 
 if TYPE_CHECKING:
-    from neardup.service.scangraph import ScanGraph
+    from neardup.index.state.scangraph import ScanGraph
 
 CHANGE_ARRAYS = (
     "slots",

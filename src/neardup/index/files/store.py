@@ -55,9 +55,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.kernels.sorting import sorted_distinct
-from neardup.service.npy_files import header, write_header
-from neardup.service.updates import ServiceError
+from neardup.index.files.npy_files import header, write_header
+from neardup.index.state.arrays import (
+    FilledInPlace,
+    PatchedRows,
+    RowBlocks,
+    Stacked,
+    rows_read,
+)
+from neardup.index.state.updates import ServiceError
 
 if sys.platform != "win32":
     import fcntl
@@ -114,36 +120,6 @@ class IndexBusy(ServiceError):
     """Another process holds the store's writer lock."""
 
 
-@dataclass(frozen=True)
-class Stacked:
-    """Rows of matrices stacked one after the other (rows numbered across `parts`), picked
-    by `rows` and not copied: what opening several segments (or one whose rows are not in
-    slot order) reads as the sketches. Gathering them into one matrix was most of the
-    opening of a million-page index (two copies of its half a gigabyte: 2.1 s of 3.9);
-    the page table reads them through `rows` instead (`pages.SlotRows`)."""
-
-    parts: list[np.ndarray]
-    rows: np.ndarray  # int64, a row across `parts` for each row of the state
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (int(self.rows.size), int(self.parts[0].shape[1]))
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.parts[0].dtype
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """The rows gathered into one array (a segment written from a state)."""
-        out = np.empty(self.shape, self.dtype if dtype is None else dtype)
-        at = 0
-        for part in self.parts:
-            mine = np.flatnonzero((self.rows >= at) & (self.rows < at + part.shape[0]))
-            out[mine] = part[self.rows[mine] - at]
-            at += part.shape[0]
-        return out
-
-
 @dataclass
 class Segment:
     """The rows of one segment (or of several merged): pages with their matrices, groups."""
@@ -154,44 +130,10 @@ class Segment:
     groups: pa.Table
 
 
-@dataclass(frozen=True)
-class RowBlocks:
-    """`.npy` files written together block by block along their first axis, so that no
-    file's whole array is ever in memory: `specs` names each file's shape and dtype,
-    `blocks` yields a tuple of one block a file (in `specs`' order) at a time."""
-
-    specs: dict[str, tuple[tuple[int, ...], Any]]
-    blocks: Iterable[tuple[np.ndarray, ...]]
-
-
 # Rows of a partition of the saved sketches and length vectors (32 MB of 128-value
 # sketches): a save links a partition whose rows did not change since the save before.
 PART_ROWS = 1 << 16
 PARTED = ("page_sigs", "page_lens")  # the matrices saved in partitions (`PatchedRows`)
-
-
-@dataclass(frozen=True)
-class PatchedRows:
-    """A matrix of `rows` rows saved in partitions of `part_rows` rows (`part_file`, each a
-    `.npy` file): an earlier save's matrix of it (in the folder `source`, its first
-    `source_rows` rows) with the rows of `changed` slots (and every row from `source_rows`
-    on up to `filled`) taken from `read` instead; the rows after `filled` are zeros. A
-    partition with no row to take from `read` is the earlier save's file, linked (a save
-    of a growing index writes its new partitions and the ones its batches changed, not the
-    whole matrix: copying four million pages' sketches took 7 s); the unchanged rows of the
-    others are copied by the kernel from file to file (`os.copy_file_range`), not read into
-    this process. Without `source`, every row up to `filled` comes from `read`."""
-
-    name: str
-    rows: int
-    width: int
-    dtype: Any
-    filled: int
-    read: Callable[[np.ndarray], np.ndarray]  # slots -> their rows
-    source: Path | None = None
-    source_rows: int = 0
-    changed: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-    part_rows: int | None = None  # None: `PART_ROWS`
 
 
 def part_file(folder: Path, name: str, i: int) -> Path:
@@ -210,18 +152,6 @@ def _parts(folder: Path, name: str) -> list[Path]:
     if not found:
         raise FileNotFoundError(whole)
     return found
-
-
-@dataclass(frozen=True)
-class FilledInPlace:
-    """`.npy` files made at their full size (a header, then a hole of zeros) and then filled
-    by `fill(folder)`, which writes parts of them where they belong (`npy_files.data_start`), from
-    this process or from others (Spark's executors, on the storage the folder is on):
-    files whose parts are made independently, such as the band index's tables, written
-    by several writers at once."""
-
-    specs: dict[str, tuple[tuple[int, ...], Any]]
-    fill: Callable[[Path], None]
 
 
 Arrays = Iterable[tuple[str, np.ndarray] | RowBlocks | PatchedRows | FilledInPlace]
@@ -565,14 +495,6 @@ def read_state(store: Path, manifest: Manifest, after: int | None = None) -> Seg
     )
 
 
-def rows_read(m: np.ndarray | Stacked, rows: np.ndarray) -> Stacked:
-    """The rows `rows` of a state's matrix, in that order, read through `Stacked`, not
-    copied."""
-    if isinstance(m, Stacked):
-        return Stacked(m.parts, m.rows[rows])
-    return Stacked([m], rows)
-
-
 T = TypeVar("T")  # what a reader reads of a version beside its state (`read_committed`)
 
 
@@ -809,63 +731,6 @@ def read_arrays(
         k: [mapped(p) for p in _parts(folder, k)] if k in PARTED else mapped(folder / f"{k}.npy")
         for k in names
     }
-
-
-def gather_rows(blocks: list[np.ndarray], starts: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Rows `rows` of a matrix kept as blocks one after the other (`starts`: each block's
-    first row), read block by block into one array."""
-    out = np.empty((rows.size, *blocks[0].shape[1:]), blocks[0].dtype)
-    which = starts.searchsorted(rows, "right") - 1
-    for b in sorted_distinct(which).tolist():
-        at = np.flatnonzero(which == b)
-        out[at] = blocks[b][rows[at] - starts[b]]
-    return out
-
-
-def parted_rows(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Rows of a matrix read as its partitions' maps (`read_arrays`)."""
-    starts = np.cumsum([0, *(p.shape[0] for p in parts[:-1])]).astype(np.int64)
-    return gather_rows(parts, starts, rows)
-
-
-def string_blocks(prefix: str, strings: pa.Array | pa.ChunkedArray) -> RowBlocks:
-    """Strings as two `.npy` files that `mapped_strings` reads back without a copy: their
-    bytes one after the other (`PREFIX_bytes`) and where each starts (`PREFIX_offsets`,
-    one more than the strings), written a chunk at a time."""
-    chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    chunks = [c.cast(pa.large_string()) for c in chunks if len(c)]
-    spans = [_string_span(c) for c in chunks]
-    total = sum(int(o[-1] - o[0]) for o, _ in spans)
-
-    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        yield np.zeros(1, np.int64), np.zeros(0, np.uint8)
-        at = 0
-        for offsets, data in spans:
-            yield offsets[1:] - offsets[0] + at, data
-            at += int(offsets[-1] - offsets[0])
-
-    count = sum(len(c) for c in chunks)
-    return RowBlocks(
-        {f"{prefix}_offsets": ((count + 1,), np.int64), f"{prefix}_bytes": ((total,), np.uint8)},
-        blocks(),
-    )
-
-
-def _string_span(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A large-string array's offsets (its own `len + 1`) and the bytes they span."""
-    _, offs, data = chunk.buffers()
-    offsets = np.frombuffer(offs, np.int64)[chunk.offset : chunk.offset + len(chunk) + 1]
-    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    return offsets, raw[int(offsets[0]) : int(offsets[-1])]
-
-
-def mapped_strings(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
-    """The strings `string_blocks` wrote, over the arrays as given (maps: not read)."""
-    return pa.Array.from_buffers(
-        pa.large_string(),
-        int(offsets.size) - 1,
-        [None, pa.py_buffer(offsets), pa.py_buffer(data)],
-    )
 
 
 # ------------------------------------------------------------------ the writer lock

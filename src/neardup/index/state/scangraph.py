@@ -41,6 +41,12 @@ import numpy as np
 import pyarrow.compute as pc
 
 from neardup.config import Settings
+from neardup.index.state.arrays import BandWriter, FilledInPlace, RowBlocks
+from neardup.index.state.band_buckets import BandBuckets
+from neardup.index.state.found import Found, hits, node_keys
+from neardup.index.state.lookups import HERE, BatchLookups, ScorePairs
+from neardup.index.state.overlay import Overlay
+from neardup.index.state.pages import PageTable
 from neardup.ingest.eligibility import enough_words
 from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
 from neardup.kernels.graph import Graph
@@ -54,13 +60,6 @@ from neardup.pipeline.steps.near_pairs import (
     passes,
     tie_order,
 )
-from neardup.service.band_buckets import BandBuckets
-from neardup.service.band_save import TableWriter, fill_tables
-from neardup.service.layout import FilledInPlace, RowBlocks
-from neardup.service.lookups import HERE, BatchLookups, ScorePairs
-from neardup.service.overlay import Overlay
-from neardup.service.pages import PageTable
-from neardup.service.saved_search import Found, hits, node_keys
 
 _VERIFY_CHUNK = 65_536  # candidate pairs verified at a time when building (their sketches)
 _LOW32 = (1 << 32) - 1
@@ -397,14 +396,14 @@ class ScanGraph:
         )
 
     def arrays(
-        self, room: int = 0, before: Path | None = None, writer: TableWriter = fill_tables
+        self, writer: BandWriter, room: int = 0, before: Path | None = None
     ) -> Iterator[tuple[str, np.ndarray] | RowBlocks | FilledInPlace]:
         """The graph as base arrays with no overlay (what `graph-N/` holds): the saved
         arrays with what changed since folded in. Made one group of arrays at a time as the
-        writer takes them (`layout.write_arrays`): a save holds one group beside the graph,
-        not a second copy of all of it. The band index's tables are written by `writer` from
-        the save `before` (the folder the graph's base maps) and the changes since
-        (`band_save.py`): by this process, or elsewhere."""
+        writer takes them (`store.write_arrays`): a save holds one group beside the graph,
+        not a second copy of all of it. The band index is written by `writer` from the save
+        `before` (the folder the graph's base maps) and the changes since
+        (`files/band_save.band_writer`: its tables by this process, or elsewhere)."""
         n = self.pages.n
         for name in ("member", "mfp", "node"):  # with `room` slots after the pages
             col = getattr(self, name)

@@ -5,7 +5,7 @@ before, the delta of the nodes that entered since, the base nodes that left) int
 The tables are independent of one another: a table's new row is its old row without the
 nodes that left, merged with the table's delta, both sorted by key. So each is written by
 a task of its own into its place in files made at their full size beforehand
-(`layout.FilledInPlace`): on Spark by the executors, where the save's folder is (storage
+(`store.FilledInPlace`): on Spark by the executors, where the save's folder is (storage
 every worker shares), so the process that applies batches neither reads the old band index
 nor holds the new one, the largest part of a save (18 keys of 12 bytes a page); embedded,
 one table after the other in this process. A task reads the old save's row in blocks and
@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.service.npy_files import data_start
+from neardup.index.files.npy_files import data_start
+from neardup.index.state.arrays import BandDelta, BandWriter
 
 DELTA = "band-delta"  # in the folder being saved, while its tables are written
 BAND_FILES = ("band_keys", "band_slots")
@@ -35,7 +36,7 @@ _BLOCK = 1 << 22  # entries of the old row read and written at a time (48 MB)
 
 # Writes the tables `range(tables)` of the band index into `folder` from the save `before`
 # (None: no save before) and `folder / DELTA`: one after the other here (`fill_tables`),
-# or elsewhere (`spark_feed.band_tables_on_spark`).
+# or elsewhere (`spark_jobs.band_tables_on_spark`).
 TableWriter = Callable[[Path, Path | None, int], None]
 
 
@@ -152,3 +153,15 @@ def _pwrite_all(fd: int, data: bytes, at: int) -> None:
     while view:
         done = os.pwrite(fd, view, at)
         view, at = view[done:], at + done
+
+
+def band_writer(tables: TableWriter = fill_tables) -> BandWriter:
+    """The writer of a save's band index (`BandBuckets.saved`): the delta written beside
+    the save, each table then written by `tables` (this process's `fill_tables`, or an
+    engine's elsewhere), the delta removed."""
+
+    def write(folder: Path, before: Path | None, delta: BandDelta) -> None:
+        write_delta(folder, delta.keys, delta.slots, delta.left, delta.base_width, delta.width)
+        filled(folder, before, delta.tables, tables)
+
+    return write

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.service.saved_search import Found, PairsToScore
+from neardup.index.state.found import Found, PairsToScore
 
 # (the save's folder, the pairs of sketches to compare) -> their resemblance
 ScorePairs = Callable[[Path, PairsToScore], np.ndarray]

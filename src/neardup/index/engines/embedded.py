@@ -14,15 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.index.engines.base import Entries, FeedInputs
+from neardup.index.engines.crawl_updates import page_batches
+from neardup.index.files.band_save import fill_tables
+from neardup.index.files.saved_search import NODE_KEYS, score_saved, search_saved
+from neardup.index.service_index import ServiceIndex
+from neardup.index.state.found import Found, PairsToScore
+from neardup.index.state.lookups import HERE, BatchLookups
+from neardup.index.state.prepare import PreparedBatch, prepare_batch
+from neardup.index.state.updates import PageUpdate
 from neardup.pipeline.executors.local import LocalEngine
-from neardup.service.band_save import fill_tables
-from neardup.service.crawl_updates import page_batches
-from neardup.service.engine_base import Entries, FeedInputs
-from neardup.service.index import ServiceIndex
-from neardup.service.lookups import HERE, BatchLookups
-from neardup.service.prepare import PreparedBatch, prepare_batch
-from neardup.service.saved_search import NODE_KEYS, Found, PairsToScore, score_saved, search_saved
-from neardup.service.updates import PageUpdate
 
 INLINE_SKETCH_S = 3.0  # sketching in this process before the worker processes start
 

@@ -11,7 +11,7 @@ feed (`feed.engine_named`) and passed to what needs it: the feed's loop (`sketch
 Both engines run the same functions: the Spark tasks call `prepare.prepare_batch`,
 `saved_search.search_saved`, `saved_search.score_saved` and `band_save.write_table`, as
 the embedded engine does here; `tests/service/test_engines.py` holds them to one answer
-at this seam. The engines: `engine_embedded.EmbeddedEngine`, `engine_spark.SparkEngine`.
+at this seam. The engines: `embedded.EmbeddedEngine`, `spark.SparkEngine`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Protocol
 import numpy as np
 
 from neardup.config import Settings
-from neardup.service.index import ServiceIndex
-from neardup.service.lookups import HERE, BatchLookups
-from neardup.service.prepare import PreparedBatch
-from neardup.service.saved_search import Found, PairsToScore
+from neardup.index.service_index import ServiceIndex
+from neardup.index.state.found import Found, PairsToScore
+from neardup.index.state.lookups import HERE, BatchLookups
+from neardup.index.state.prepare import PreparedBatch
 
 # The saved index's entries for a batch's keys (by name: band, class, page, a `Found` a row
 # of keys), and the band keys of the saved nodes among them, by slot.

@@ -1,6 +1,6 @@
 """The header of a saved `.npy` file: read, to find where its rows are, and written, for a
 file whose rows are written afterwards by other means (copied by the kernel, written in
-place by several writers). Apart from `layout.py` so that the executors that write parts
+place by several writers). Apart from `files/store.py` so that the executors that write parts
 of a save (`band_save.py`) import numpy alone, not the index's libraries."""
 
 from __future__ import annotations

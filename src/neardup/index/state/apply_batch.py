@@ -3,13 +3,13 @@
 The functions change the index's state in memory they are given (`ix`, a
 `state.IndexState`) and say which rows changed; `ServiceIndex.apply` writes those rows in
 one transaction and reloads on failure, so nothing here touches a file. Kept out of
-`index.py` because this is the algorithm, while the index class is its persistent state
+`service_index.py` because this is the algorithm, while the index class is its persistent state
 and its reads; it imports only the state, never the index.
 
 Groups are the scan's clusters: a page whose sketch changed goes into the scan's graph
 (`scangraph.ScanGraph`: classes, band index, bucket rule, verification), the components it
 touched are clustered again with the scan's rule, and each resulting cluster becomes a group
-whose winner is elected by Ask.com's rule (`groups.elect`). A page sent again with the same
+whose winner is elected by Ask.com's rule (`winner_rule.elect`). A page sent again with the same
 sketch is tier 1: nothing to do. A page that cannot be sketched for the scan (fewer than
 `min_tokens` words, no shingle: `eligibility.enough_words`) has no cluster in the scan; here
 it is a group of its own. A page the eligibility rule leaves out by its URL (a crawler file,
@@ -22,13 +22,13 @@ from collections import Counter
 
 import numpy as np
 
+from neardup.index.state.index_state import IndexState
+from neardup.index.state.lookups import HERE, BatchLookups, ScorePairs
+from neardup.index.state.pages import PageRef
+from neardup.index.state.prepare import PreparedBatch
+from neardup.index.state.updates import BatchReport, SelfRedirect, ServiceError, UnknownPage
+from neardup.index.state.winner_rule import elect
 from neardup.ingest.eligibility import enough_words
-from neardup.service.groups import elect
-from neardup.service.lookups import HERE, BatchLookups, ScorePairs
-from neardup.service.pages import PageRef
-from neardup.service.prepare import PreparedBatch
-from neardup.service.state import IndexState
-from neardup.service.updates import BatchReport, SelfRedirect, ServiceError, UnknownPage
 
 
 def compute_batch(

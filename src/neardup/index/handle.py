@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from neardup.config import Settings
-from neardup.service.index import ServiceIndex
-from neardup.service.updates import (
+from neardup.index.service_index import ServiceIndex
+from neardup.index.state.updates import (
     BatchReport,
     PageUpdate,
     ServiceError,

@@ -1,6 +1,6 @@
 """The heavy, stateless half of an update batch: text, sketches and lengths of every page.
 
-Why apart from `batch.py`: parsing HTML and sketching are most of a batch's cost and need
+Why apart from `apply_batch.py`: parsing HTML and sketching are most of a batch's cost and need
 nothing of the index, so they run before the index lock is taken (a `/check` or a `/status`
 is never held behind another client's sketching), and they run for the whole batch in one
 kernel call (`kernels.sketch_texts`) instead of one call per page, which is what makes an
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neardup.config import Settings
+from neardup.index.state.lengths import dim_lengths_packed
+from neardup.index.state.updates import PageUpdate, ServiceError, html_to_text
 from neardup.ingest.eligibility import rule_of
 from neardup.kernels import canonicalize_packed, fingerprint64, pack_texts, sketch_packed
 from neardup.pipeline.char_table_cache import prime_char_table
 from neardup.pipeline.steps.near_pairs import url_key
-from neardup.service.lengths import dim_lengths_packed
-from neardup.service.updates import PageUpdate, ServiceError, html_to_text
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The index's Spark engine: a feed's files sketched on Spark's executors, a batch's reads of
 the saved index and its comparisons of saved sketches run there, and a save's band tables
-written there (`spark_feed.py` holds the jobs; see its notes for why each is distributed).
+written there (`engines/spark_jobs.py` holds the jobs; see its notes for why each is distributed).
 
 One object where there were hooks: the feed passes it to the index's apply and close as
-any engine (`engine_base.IndexEngine`)."""
+any engine (`base.IndexEngine`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.service import spark_feed
-from neardup.service.engine_base import Entries, FeedInputs, found_elsewhere
-from neardup.service.index import ServiceIndex
-from neardup.service.lookups import HERE, BatchLookups
-from neardup.service.prepare import PreparedBatch
-from neardup.service.saved_search import PairsToScore
+from neardup.index.engines import spark_jobs
+from neardup.index.engines.base import Entries, FeedInputs, found_elsewhere
+from neardup.index.service_index import ServiceIndex
+from neardup.index.state.found import PairsToScore
+from neardup.index.state.lookups import HERE, BatchLookups
+from neardup.index.state.prepare import PreparedBatch
 
 
 class SparkEngine:
@@ -28,7 +28,7 @@ class SparkEngine:
         self.conf = conf
 
     def sketched(self, feed: FeedInputs) -> Iterator[PreparedBatch]:
-        return spark_feed.sketched_on_spark(
+        return spark_jobs.sketched_on_spark(
             feed.paths,
             feed.store,
             feed.settings,
@@ -42,9 +42,9 @@ class SparkEngine:
         )
 
     def lookups(self, index: ServiceIndex, prepared: PreparedBatch) -> BatchLookups:
-        """On the executors for a batch of `spark_feed.EXECUTORS_FROM` pages or more; a
+        """On the executors for a batch of `spark_jobs.EXECUTORS_FROM` pages or more; a
         smaller one reads here (a job costs more than its reads)."""
-        if len(prepared.updates) < spark_feed.EXECUTORS_FROM:
+        if len(prepared.updates) < spark_jobs.EXECUTORS_FROM:
             return HERE
         return found_elsewhere(self, index, prepared)
 
@@ -54,10 +54,10 @@ class SparkEngine:
         queries: dict[str, list[np.ndarray]],
         shape: tuple[int, int] | None = None,
     ) -> Entries:
-        return spark_feed.saved_entries_on_spark(folder, queries, self.master, self.conf, shape)
+        return spark_jobs.saved_entries_on_spark(folder, queries, self.master, self.conf, shape)
 
     def score(self, folder: Path, pairs: PairsToScore) -> np.ndarray:
-        return spark_feed.scores_on_spark(folder, pairs, self.master, self.conf)
+        return spark_jobs.scores_on_spark(folder, pairs, self.master, self.conf)
 
     def write_tables(self, folder: Path, before: Path | None, tables: int) -> None:
-        spark_feed.band_tables_on_spark(folder, before, tables, self.master, self.conf)
+        spark_jobs.band_tables_on_spark(folder, before, tables, self.master, self.conf)

@@ -23,10 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
-from neardup.kernels.sorting import sorted_distinct
-from neardup.pipeline.steps.near_pairs import url_key
-from neardup.service.layout import (
+from neardup.index.state.arrays import (
     PatchedRows,
     RowBlocks,
     Stacked,
@@ -35,9 +32,12 @@ from neardup.service.layout import (
     rows_read,
     string_blocks,
 )
-from neardup.service.lookups import ScorePairs
-from neardup.service.overlay import FoldRule
-from neardup.service.saved_search import Found, PairsToScore, hits
+from neardup.index.state.found import Found, PairsToScore, hits
+from neardup.index.state.lookups import ScorePairs
+from neardup.index.state.overlay import FoldRule
+from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
+from neardup.kernels.sorting import sorted_distinct
+from neardup.pipeline.steps.near_pairs import url_key
 
 _NONE = -1  # group id of a page without a group
 _SEEN_MAX = 65_536  # slots remembered from lookups, at the most
@@ -140,7 +140,7 @@ class PageTable:
         num_perm: int,
         dims: int,
     ) -> PageTable:
-        """The pages of a committed state (`layout.read_state`): whole columns, no loop over
+        """The pages of a committed state (`store.read_state`): whole columns, no loop over
         pages except to hash the URLs of rows stored without a page key (older files)."""
         t = cls(num_perm, dims)
         n = rows.num_rows
@@ -157,8 +157,8 @@ class PageTable:
         for name, value in _row_columns(rows).items():
             getattr(t, name)[:n] = value if order is None else value[order]
         # The sketches (and length vectors) as read are the segments' own rows, not copied:
-        # copy-on-write maps of their files (`layout.read_segment`), resident only once
-        # read, each slot reading its row (`layout.Stacked`) where they are not in slot
+        # copy-on-write maps of their files (`store.read_segment`), resident only once
+        # read, each slot reading its row (`store.Stacked`) where they are not in slot
         # order. Pages added past them get a block of their own (`SlotRows`), never a copy.
         t.sigs = SlotRows(num_perm, SIGNATURE_DTYPE, _adopt(sigs, n, (num_perm,), SIGNATURE_DTYPE))
         if lens.shape[1:] == (dims,):
@@ -226,7 +226,7 @@ class PageTable:
         cls, a: dict[str, np.ndarray], n: int, num_perm: int, dims: int, folder: Path
     ) -> PageTable:
         """The table `saved_arrays` wrote for `n` pages, over its files' copy-on-write maps
-        (`layout.read_arrays`): nothing is read until a page is, and what a batch changes
+        (`store.read_arrays`): nothing is read until a page is, and what a batch changes
         goes to private pages, so an open index holds what its batches touch, not all of
         its pages."""
         t = cls(num_perm, dims)
@@ -248,7 +248,7 @@ class PageTable:
     def apply_rows(
         self, rows: pa.Table, sigs: np.ndarray | Stacked, lens: np.ndarray | Stacked
     ) -> np.ndarray:
-        """Put page rows written after the saved table (`layout.read_state` with `after`:
+        """Put page rows written after the saved table (`store.read_state` with `after`:
         each page once, a slot each) at their slots, the new pages' after the last one;
         returns the group each row's slot had before (-1: none, or a new page)."""
         slots = rows.column("slot").to_numpy()
@@ -506,7 +506,7 @@ PAGE_ARRAYS = (
 class SlotRows:
     """A matrix of rows by slot (the sketches, the length vectors) in blocks that are never
     copied: the rows as opened (a copy-on-write map of a segment's file, one array, or
-    several segments' maps read through the row of each slot, `layout.Stacked`), then
+    several segments' maps read through the row of each slot, `store.Stacked`), then
     blocks added as slots are, each as large as half the rows before it (so a few dozen
     blocks at the most). Growing one matrix by half copied it, and held the old and the new
     copy at once: the first page added to an index of a million pages copied its half a
@@ -618,7 +618,7 @@ class SlotRows:
 
 
 def _row_columns(rows: pa.Table) -> dict[str, np.ndarray]:
-    """The page table's columns (`PageTable._COLUMNS`) of page rows (`layout.PAGE_SCHEMA`),
+    """The page table's columns (`PageTable._COLUMNS`) of page rows (`store.PAGE_SCHEMA`),
     in the rows' order; the page key of a row stored without one (older files) hashed from
     its URL."""
 

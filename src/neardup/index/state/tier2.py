@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neardup.index.state.lengths import LengthMap
 from neardup.kernels import SIGNATURE_DTYPE, band_keys
 from neardup.kernels.jit import njit
 from neardup.kernels.lsh import BandTable
-from neardup.service.lengths import LengthMap
 
 REFIT_GROWTH = 1.25  # re-slice the length grid when the live rows grew or shrank this much
 

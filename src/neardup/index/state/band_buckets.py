@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from neardup.index.state.arrays import BandDelta, BandWriter, FilledInPlace
+from neardup.index.state.found import Found, hits
 from neardup.kernels.lsh import key_hits
-from neardup.service.band_save import TableWriter, filled, write_delta
-from neardup.service.layout import FilledInPlace
-from neardup.service.saved_search import Found, hits
 
 _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
@@ -194,7 +193,7 @@ class BandBuckets:
         base = self.base_slots[0] if self.base_slots.shape[1] else _EMPTY_IDS
         return int((~self.base_dead[base]).sum()) + self.delta_slots[0].size
 
-    def saved(self, before: Path | None, writer: TableWriter) -> FilledInPlace:
+    def saved(self, before: Path | None, writer: BandWriter) -> FilledInPlace:
         """Both levels folded into one base, as a save holds it: each table's keys ascending
         with their nodes, a (tables, `entries`) matrix of each, a table written by `writer`
         (`band_save.py`) from the save `before` (whose files the base maps) and the delta.
@@ -209,8 +208,7 @@ class BandBuckets:
             base_width, left = 0, left[:0]
 
         def fill(folder: Path) -> None:
-            write_delta(folder, keys, slots, left, base_width, width)
-            filled(folder, before, self.tables, writer)
+            writer(folder, before, BandDelta(self.tables, keys, slots, left, base_width, width))
 
         return FilledInPlace(
             {

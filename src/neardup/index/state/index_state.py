@@ -1,11 +1,13 @@
-"""The index's state in memory, as a batch changes it: what `batch.compute_batch` is given.
+"""The index's state in memory, as a batch changes it: what `apply_batch.compute_batch` is
+given.
 
-Why: the batch's apply (`batch.py`) is the algorithm and `ServiceIndex` (`index.py`) the
-persistent index around it (files, versions, locks). The apply used to take the whole
-index and call six of its private methods, so each module imported the other. It now takes
-this record of the state alone, with the few changes that must keep two structures in step
-(a page's sketch and tier 2's rows, a redirect and the redirect graph), and knows nothing
-of files; the index holds one and writes what the apply says changed.
+Why: the batch's apply (`apply_batch.py`) is the algorithm and `ServiceIndex`
+(`service_index.py`) the persistent index around it (files, versions, locks). The apply
+used to take the whole index and call six of its private methods, so each module imported
+the other. It now takes this record of the state alone, with the few changes that must
+keep two structures in step (a page's sketch and tier 2's rows, a redirect and the
+redirect graph), and knows nothing of files; the index holds one and writes what the apply
+says changed.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neardup.config import Settings
-from neardup.service.lookups import HERE, BatchLookups
-from neardup.service.members import GroupMembers, Winners
-from neardup.service.pages import PageRef, PageTable
-from neardup.service.popularity import RedirectGraph
-from neardup.service.saved_search import Found
-from neardup.service.scangraph import ScanGraph
-from neardup.service.storage import MAX_REDIRECTS
-from neardup.service.tier2 import SignatureStore
-from neardup.service.updates import ServiceOptions
+from neardup.index.state.found import Found
+from neardup.index.state.groups import GroupMembers, Winners
+from neardup.index.state.lookups import HERE, BatchLookups
+from neardup.index.state.pages import PageRef, PageTable
+from neardup.index.state.popularity import RedirectGraph
+from neardup.index.state.scangraph import ScanGraph
+from neardup.index.state.tier2 import SignatureStore
+from neardup.index.state.updates import ServiceOptions
+
+MAX_REDIRECTS = 32  # hops of a redirect chain followed at the most
 
 
 @dataclass(eq=False)

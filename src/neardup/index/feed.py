@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from neardup.config import Settings
-from neardup.service.engine_base import FeedInputs, IndexEngine
-from neardup.service.engine_embedded import EmbeddedEngine
-from neardup.service.index import ServiceIndex, stored_config
-from neardup.service.layout import has_index, read_manifest
-from neardup.service.prepare import PreparedBatch
-from neardup.service.updates import PageUpdate, ServiceError, ServiceOptions
+from neardup.index.engines.base import FeedInputs, IndexEngine
+from neardup.index.engines.embedded import EmbeddedEngine
+from neardup.index.files.store import has_index, read_manifest
+from neardup.index.service_index import ServiceIndex, stored_config
+from neardup.index.state.prepare import PreparedBatch
+from neardup.index.state.updates import PageUpdate, ServiceError, ServiceOptions
 from neardup.store.outputs import check_no_overlap
 
 
@@ -66,12 +66,12 @@ def add_files(
     files linking to it, sent as one last batch once every file is read (a link can come
     after the page it points to). The store may not overlap the inputs. `workers` sketch
     batches in other processes (default: one per core; 1 sketches in this process). Another
-    process writing the store refuses this (`layout.IndexBusy`), or with `wait` is waited for.
+    process writing the store refuses this (`store.IndexBusy`), or with `wait` is waited for.
 
     `engine="spark"` reads the files, turns their pages into text and sketches them on
     Spark's executors (`spark_master`, `spark_conf` as for a scan), one task a file; the
     batches come back here in file order and are applied to the index by this process, as
-    the embedded engine applies its own (`spark_feed.py`)."""
+    the embedded engine applies its own (`engines/spark_jobs.py`)."""
     eng = engine_named(engine, spark_master, spark_conf)
     paths = [str(p) for p in inputs]
     check_no_overlap(store, paths)
@@ -199,7 +199,7 @@ def engine_named(
     if name == "embedded":
         return EmbeddedEngine()
     if name == "spark":
-        from neardup.service.engine_spark import SparkEngine
+        from neardup.index.engines.spark import SparkEngine
 
         return SparkEngine(master, conf)
     raise ServiceError(f"unknown engine {name!r}: embedded or spark")
