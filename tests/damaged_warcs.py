@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import zlib
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -71,3 +72,25 @@ def warc_level_bomb(size: int) -> bytes:
     parts = [enc.compress(head + http)]
     parts += [enc.compress(b"a" * MiB) for _ in range(size // MiB)]
     return b"".join([*parts, enc.compress(b"\r\n\r\n"), enc.flush()])
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    """One to four damages of the kinds a broken download or disk gives: bytes flipped,
+    spans cut, random spans inserted, spans repeated."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if len(out) < 16:
+            break
+        start = rng.randrange(len(out) - 8)
+        span = rng.randint(1, min(400, len(out) - start))
+        kind = rng.choice(("flip", "cut", "insert", "repeat"))
+        if kind == "flip":
+            for at in rng.sample(range(start, start + span), min(span, 8)):
+                out[at] ^= 1 << rng.randrange(8)
+        elif kind == "cut":
+            del out[start : start + span]
+        elif kind == "insert":
+            out[start:start] = rng.randbytes(span)
+        else:
+            out[start:start] = out[start : start + span]
+    return bytes(out)

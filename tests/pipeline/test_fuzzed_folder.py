@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from ccwarc import Fetch, write_warc
-from damaged_warcs import page
+from damaged_warcs import mutate, page
 
 from neardup.store import open_run
 
@@ -58,27 +58,6 @@ def _sources(folder: Path) -> list[bytes]:
     return [cc, chunked, gone]
 
 
-def _mutate(data: bytes, rng: random.Random) -> bytes:
-    """One to four damages of the kinds a broken download or disk gives."""
-    out = bytearray(data)
-    for _ in range(rng.randint(1, 4)):
-        if len(out) < 16:
-            break
-        start = rng.randrange(len(out) - 8)
-        span = rng.randint(1, min(400, len(out) - start))
-        kind = rng.choice(("flip", "cut", "insert", "repeat"))
-        if kind == "flip":
-            for at in rng.sample(range(start, start + span), min(span, 8)):
-                out[at] ^= 1 << rng.randrange(8)
-        elif kind == "cut":
-            del out[start : start + span]
-        elif kind == "insert":
-            out[start:start] = rng.randbytes(span)
-        else:
-            out[start:start] = out[start : start + span]
-    return bytes(out)
-
-
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("fuzz")
@@ -89,7 +68,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for k in range(MUTANTS):
         source = sources[k % 3]
         name = f"mutant-{k:03d}.warc" if k % 3 == 1 else f"mutant-{k:03d}.warc.gz"
-        (folder / name).write_bytes(_mutate(source, rng))
+        (folder / name).write_bytes(mutate(source, rng))
     return folder
 
 

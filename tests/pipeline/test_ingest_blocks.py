@@ -13,15 +13,17 @@ import pytest
 
 from neardup.config import Settings
 from neardup.ingest import iter_records, tables
+from neardup.ingest.eligibility import rule_of
+from neardup.ingest.input_ranges import RANGE_BYTES_VARIABLE
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.steps.ingest import (
     LINKS_SCHEMA,
     PAGE_TEXT_SCHEMA,
     PAGES_RAW_SCHEMA,
-    _batches,
-    _extract_batch,
-    run_ingest,
+    _units,
+    batch_task,
 )
+from neardup.pipeline.steps.ingest_ranges import run_ingest
 
 HTML = "<html><title>T</title><body><p>html row</p><a href='/x'>x</a></body></html>"
 
@@ -63,9 +65,10 @@ def _record_path_tables(inputs: list[str], settings: Settings) -> dict[str, pa.T
     parts: dict[str, list[pa.RecordBatch]] = {"pages": [], "texts": [], "links": []}
     first = 0
     records = iter_records(inputs, None, settings.max_payload_bytes)
-    for group in _batches(records, settings):
-        task = (group, first, settings.max_payload_bytes, settings.extract_links)
-        out = _extract_batch(task)
+    rule = rule_of(settings)
+    for group in _units(records, settings):
+        assert isinstance(group, list)
+        out = batch_task(group, settings, rule, False, True).shifted(first)
         first += len(group)
         parts["pages"].append(out.pages)
         parts["texts"].append(out.texts)
@@ -84,14 +87,20 @@ def _staged(staging: Path) -> dict[str, pa.Table]:
 
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("include_error_pages", [False, True])
+@pytest.mark.parametrize("range_bytes", [None, 900])
 def test_blocks_give_the_record_path_tables(
     tmp_path: Path,
     inputs: list[str],
     workers: int,
     include_error_pages: bool,
+    range_bytes: int | None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Whole files, and files cut into ranges that workers read (`input_ranges.py`): the
+    same tables, with line numbers counted from each file's start."""
     monkeypatch.setattr(tables, "BLOCK_BYTES", 700)  # many blocks, lines across their edges
+    if range_bytes is not None:
+        monkeypatch.setenv(RANGE_BYTES_VARIABLE, str(range_bytes))
     settings = Settings(max_payload_bytes=4096, include_error_pages=include_error_pages)
     staging = tmp_path / f"staging-{workers}"
     staging.mkdir()

@@ -14,6 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 import neardup
 from neardup.config import Settings
+from neardup.pipeline.steps.staging_tables import table_files
 
 
 def warc_record_count(paths: list[Path]) -> int:
@@ -106,7 +107,7 @@ def test_minhash_column_is_split_by_byte_and_reads_as_the_signatures(demo_run):
     """The min-hash values are written split by byte (`SKETCHES_PARQUET`: a third of the
     CPU of plain zstd) and another reader, DuckDB, gets back the signature matrix."""
     run = Path(demo_run.path)
-    meta = pq.read_metadata(run / "sketches.parquet")
+    meta = pq.read_metadata(table_files(run, "sketches")[0])
     names = [meta.schema.column(i).path for i in range(meta.num_columns)]
     column = meta.row_group(0).column(names.index("minhash.list.element"))
     assert "BYTE_STREAM_SPLIT" in column.encodings
@@ -121,9 +122,9 @@ def test_minhash_column_is_split_by_byte_and_reads_as_the_signatures(demo_run):
 
 def test_same_tables_with_one_worker_or_two(demo_crawl, demo_run, tmp_path):
     single = neardup.scan(demo_crawl.warc_paths, tmp_path / "one", workers=1)
-    for name in ("pages", "pairs", "clusters", "links", "sketches"):
-        a = (Path(single.path) / f"{name}.parquet").read_bytes()
-        b = (Path(demo_run.path) / f"{name}.parquet").read_bytes()
+    for name in ("pages", "pairs", "clusters", "links", "sketches", "page_text"):
+        a = [Path(f).read_bytes() for f in table_files(Path(single.path), name)]
+        b = [Path(f).read_bytes() for f in table_files(Path(demo_run.path), name)]
         assert a == b, name
 
 

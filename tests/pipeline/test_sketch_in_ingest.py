@@ -16,10 +16,11 @@ import pytest
 
 from neardup.config import Settings
 from neardup.ingest import tables
+from neardup.ingest.input_ranges import RANGE_BYTES_VARIABLE
 from neardup.ingest.tables import LineBlock, LineSpan, iter_jsonl_blocks
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.steps import sketch as sketch_step
-from neardup.pipeline.steps.ingest import run_ingest
+from neardup.pipeline.steps.ingest_ranges import run_ingest
 from neardup.pipeline.steps.sketch import _AppendedRows, run_sketch, sketches_in_ingest
 from tests.ccwarc import Fetch, write_warc
 
@@ -64,10 +65,15 @@ def _files(staging: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("range_bytes", [None, 20_000])
 def test_sketching_in_the_ingest_writes_the_sketch_pass_files(
-    tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, workers: int, range_bytes: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The sketch rows the workers write into their place of the shared matrices (ranges
+    of the input, `ingest_ranges.py`) are the sketch pass's files, byte for byte."""
     monkeypatch.setattr(tables, "BLOCK_BYTES", 4096)  # many blocks, spans and bytes
+    if range_bytes is not None:
+        monkeypatch.setenv(RANGE_BYTES_VARIABLE, str(range_bytes))
     monkeypatch.setattr(sketch_step, "SKETCH_ROWS", 100)  # several row groups
     inputs = _inputs(tmp_path)
     assert sketches_in_ingest(SETTINGS)

@@ -97,10 +97,11 @@ def _warn_damaged(lines: list[str]) -> None:
         console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
-def _announce(inputs: list[str], settings: Settings) -> None:
+def _announce(inputs: list[str], settings: Settings, ranges: bool = True) -> None:
     """`-v`: the files the scan will read (globs, folders and paths files expanded, with
     their kinds) and the settings that differ from the defaults, on stderr before any work,
     so a `--sample`/`--shard` selection can be checked before it runs for hours."""
+    from neardup.ingest.input_ranges import plan_ranges
     from neardup.ingest.readers import InputError, expand_inputs
 
     try:
@@ -108,7 +109,12 @@ def _announce(inputs: list[str], settings: Settings) -> None:
     except InputError as err:
         fail(str(err))
     for path, kind in files:
-        console.print(f"input: {escape(path)} ({kind})", highlight=False, soft_wrap=True)
+        how = ""
+        if ranges:  # the embedded engine's tasks (`ingest/input_ranges.py`)
+            cut = plan_ranges([(path, kind)])
+            how = f", {len(cut)} ranges" if len(cut) > 1 else ""
+            how += f"; {cut[0].whole}" if cut[0].whole else ""
+        console.print(f"input: {escape(path)} ({kind}{how})", highlight=False, soft_wrap=True)
     defaults = Settings().to_dict()
     changed = {k: v for k, v in settings.to_dict().items() if defaults.get(k) != v}
     shown = " ".join(f"{k}={v}" for k, v in changed.items()) or "the defaults"
@@ -280,7 +286,7 @@ def scan_command(
         fail(str(err))
     inputs = resolve_inputs_or_fail(inputs, paths_base, sample, shard)
     if verbose:
-        _announce(inputs, settings)
+        _announce(inputs, settings, ranges=engine == "embedded")
     if crawl is None:
         summary = _run_scan(
             inputs,

@@ -24,7 +24,8 @@ from typing import cast
 from neardup.config import DEFAULT_MAX_PAYLOAD_BYTES
 from neardup.ingest.arc_reader import iter_arc
 from neardup.ingest.common import read_head, sniff_kind
-from neardup.ingest.html_dir import has_html_files, html_files, iter_html_dir
+from neardup.ingest.html_dir import has_html_files, iter_html_dir
+from neardup.ingest.input_sizes import InputMeter, OnBytes, local_size
 from neardup.ingest.limits import entry_problem, safe_text
 from neardup.ingest.record import RawRecord
 from neardup.ingest.remote import (
@@ -67,9 +68,6 @@ _CRAWL_OUTPUTS: dict[str, frozenset[str]] = {
     "demo crawl": frozenset(),
     "dedup": frozenset({"kept.parquet", "removed.parquet"}),
 }
-
-# Called with the number of input bytes the readers have newly consumed.
-OnBytes = Callable[[int], None]
 
 
 class InputError(ValueError):
@@ -291,6 +289,13 @@ def iter_record_units(
     return _chain(inputs, base_url, max_payload_bytes, on_bytes, blocks=True)
 
 
+def iter_input_units(
+    path: str, kind: str, base_url: str | None, cap: int, on_bytes: OnBytes | None = None
+) -> Iterator[RawRecord | LineBlock]:
+    """`iter_record_units` of one input already checked (`expand_inputs` gave its kind)."""
+    return _chain([(path, kind)], base_url, cap, on_bytes, blocks=True)
+
+
 def _chain(
     inputs: list[tuple[str, str]],
     base_url: str | None,
@@ -302,7 +307,7 @@ def _chain(
     JSONL file's lines in blocks)."""
     for path, kind in inputs:
         local = on_bytes is not None and not is_remote(path)
-        meter = _InputMeter(_local_size(path) if local else None, on_bytes)
+        meter = InputMeter(local_size(path) if local else None, on_bytes)
         if is_remote(path):
             records = iter_remote(path, kind, cap, meter.reached if on_bytes else None)
         elif kind == "jsonl":  # rows are numbered, not placed: the reader tells its position
@@ -319,54 +324,6 @@ def _chain(
             rec.source = safe_text(rec.source)
             yield rec
         meter.finish()
-
-
-class _InputMeter:
-    """How far the readers are into one input, passed on as increments to `on_bytes`.
-
-    A reader shows its position in one of two ways: a stream's reader calls `reached` with
-    the bytes read so far (URLs, stdin, JSONL), and every record with a `length` lies at
-    byte `offset` of its `source`, so the input is read up to its end (the archives, whose
-    offsets `dedup` copies by; an HTML folder's files, one source each, one after another).
-    Credit never exceeds a known `size` and never goes back, and `finish` credits the rest
-    of the size, so the increments add up to exactly the input's size.
-    """
-
-    def __init__(self, size: int | None, on_bytes: OnBytes | None) -> None:
-        self.size = size
-        self.on_bytes = on_bytes
-        self.credited = 0  # what on_bytes has been told
-        self.earlier = 0  # bytes of the input's sources before the current one
-        self.source: str | None = None
-        self.position = 0  # how far the current source is read
-
-    def reached(self, position: int) -> None:
-        """The input's single stream is read up to `position`."""
-        self._credit(position)
-
-    def record(self, rec: RawRecord) -> None:
-        """A record was read: its source is read at least to the record's end."""
-        if self.on_bytes is None or rec.length is None:
-            return
-        if rec.source != self.source:
-            self.earlier += self.position
-            self.source, self.position = rec.source, 0
-        self.position = max(self.position, rec.offset + rec.length)
-        self._credit(self.earlier + self.position)
-
-    def finish(self) -> None:
-        """The input is read to its end."""
-        if self.size is not None:
-            self._credit(self.size)
-
-    def _credit(self, upto: int) -> None:
-        if self.on_bytes is None:
-            return
-        if self.size is not None:
-            upto = min(upto, self.size)
-        if upto > self.credited:
-            self.on_bytes(upto - self.credited)
-            self.credited = upto
 
 
 def input_bytes(paths: list[str]) -> int | None:
@@ -392,27 +349,11 @@ def input_bytes(paths: list[str]) -> int | None:
             pool.shutdown(wait=False, cancel_futures=True)
     total = 0
     for item in items:
-        size = url_sizes[item] if is_remote(item) else _local_size(item)
+        size = url_sizes[item] if is_remote(item) else local_size(item)
         if size is None:
             return None
         total += size
     return total
-
-
-def _local_size(path: str) -> int:
-    """The bytes of a local input: a file's size, an HTML folder's HTML files together;
-    0 for an entry that cannot be read (it becomes one row and is read no further)."""
-    if os.path.isdir(path):
-        return sum(_file_size(str(f)) for f in html_files(Path(path)))
-    return _file_size(path)
-
-
-def _file_size(path: str) -> int:
-    """A regular file's size; 0 for anything else (a dangling link, a FIFO: never opened)."""
-    try:
-        return os.stat(path).st_size if os.path.isfile(path) else 0
-    except OSError:
-        return 0
 
 
 def _reader(kind: str, base_url: str | None, cap: int) -> Callable[[str], Iterator[RawRecord]]:

@@ -102,7 +102,7 @@ def _gzip_extent(fd: int, offset: int, bound: int) -> Cut | None:
 
 def _plain_extent(fd: int, offset: int, bound: int) -> Cut | None:
     """`check_extent` in a plain file: the header block and Content-Length frame a record."""
-    head = _header_block(fd, offset, bound)
+    head = header_block(fd, offset, bound)
     if head is None:
         return None
     header_len, length = head
@@ -171,7 +171,7 @@ def _magic_between(fd: int, start: int, end: int) -> bool:
     return False
 
 
-def _header_block(fd: int, offset: int, bound: int) -> tuple[int, int | None] | None:
+def header_block(fd: int, offset: int, bound: int) -> tuple[int, int | None] | None:
     """(length of the WARC header block, Content-Length or None) of the plain record at
     `offset`; None when no header block ends within reach."""
     want = _HEAD_READ

@@ -39,13 +39,29 @@ Convert = Callable[[WarcRecord, str, int, int], RawRecord]
 class WarcScan:
     """One pass over a WARC file, restarting FastWARC after damage where the format allows."""
 
-    def __init__(self, path: str, fh: BinaryIO, max_payload_bytes: int, convert: Convert) -> None:
+    def __init__(
+        self,
+        path: str,
+        fh: BinaryIO,
+        max_payload_bytes: int,
+        convert: Convert,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> None:
+        """A scan of the rows that start in [start, stop) (`input_ranges.py` cuts a file
+        at record starts; `stop` None: the end of the file). The scan reads on past `stop`
+        until it frames the next record, as a scan of the whole file does, so that the last
+        record of the range is checked against the same bytes (a damaged gzip member shows
+        its damage only as the next one is read), and drops what starts at `stop` or later:
+        the next range's reader gives those rows, the same ones."""
         self.path = path
         self.convert = convert
         self.cap = max_payload_bytes
         self.fh = fh
         self.fd = fh.fileno()
+        self.start = start
         self.size = os.fstat(self.fd).st_size
+        self.stop = stop
         magic = os.pread(self.fd, 4, 0)
         self.gzip = magic.startswith(GZIP_MEMBER)
         # In a whole-file gzip stream or a zstd file FastWARC's stream_pos is the position of a
@@ -60,7 +76,20 @@ class WarcScan:
         self.placeholder: RawRecord | None = None
 
     def records(self) -> Iterator[RawRecord]:
-        start: int | None = 0
+        if self.stop is None:
+            yield from self._records()
+            return
+        rows = self._records()
+        try:
+            for row in rows:
+                if row.offset >= self.stop:
+                    return
+                yield row
+        finally:
+            rows.close()
+
+    def _records(self) -> Iterator[RawRecord]:
+        start: int | None = self.start
         while start is not None:
             start = yield from self._run_pass(start)
         if self.pending is not None:
@@ -95,7 +124,7 @@ class WarcScan:
         yield from rows
         if restart is not None:
             return restart
-        if not framed and pass_start > 0:
+        if not framed and pass_start > self.start:
             # A restart lands on what looks like a record start; if FastWARC reads nothing
             # there, that record is unreadable and still gets its row.
             damaged = RawRecord(

@@ -20,7 +20,7 @@ from neardup.pipeline.steps import features as features_step
 from neardup.pipeline.steps import sketch as sketch_step
 from neardup.pipeline.steps.clusters import run_clusters
 from neardup.pipeline.steps.features import Features, run_features
-from neardup.pipeline.steps.ingest import run_ingest
+from neardup.pipeline.steps.ingest_ranges import run_ingest
 from neardup.pipeline.steps.near import NearResult, run_near, write_containment, write_pairs
 from neardup.pipeline.steps.sketch import (
     SketchResult,

@@ -31,6 +31,7 @@ from neardup.kernels.simhash import simhash_packed
 from neardup.kernels.tokens import canonicalize_packed, pack_arrow
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.steps.sketch import COMMON_FILE
+from neardup.pipeline.steps.staging_tables import row_groups
 
 FEATURE_METHODS = ("chunks", "broder-min", "broder-mod", "broder-supershingles", "simhash")
 
@@ -116,11 +117,10 @@ def run_features(
     staging: Path, settings: Settings, engine: LocalEngine, on_rows: Callable[[int], None]
 ) -> Features:
     """The features of every page with text, for `settings.method`."""
-    text_path = str(staging / "page_text.parquet")
-    meta = pq.ParquetFile(text_path).metadata
     common_path = staging / COMMON_FILE
     common_file = str(common_path) if common_path.exists() else None
-    tasks = [(text_path, g, settings, common_file) for g in range(meta.num_row_groups)]
+    groups = row_groups(staging, "page_text")
+    tasks = [(path, g, settings, common_file) for path, g, _ in groups]
     batches: list[Features] = []
     for batch in engine.map(_features_task, tasks):
         batches.append(batch)

@@ -1,13 +1,11 @@
-"""Ingest: input records -> `pages_raw`, `page_text` and `links` tables.
+"""Ingest's tables of a batch of records: `pages_raw`, `page_text` and `links` rows.
 
-Readers frame records sequentially in this process, so document ids follow input order;
-extraction (HTML/PDF to text and links) runs in worker batches. A JSONL file is only cut into
-blocks of lines here, and its lines are parsed in the workers too: for a table, parsing is
-the work. Workers number a batch's rows from 0 and this process shifts them to their place.
+A batch is framed records or a block of JSONL lines (parsed here: for a table, parsing is
+the work); its rows are numbered from 0 and shifted to their place by whoever writes them
+(`steps/ingest_ranges.py` on the embedded engine, `executors/spark/ingest.py` on Spark).
 Every record becomes a row of `pages_raw`, sketchable or skipped with a reason: nothing is
 dropped silently. When a page's sketch needs nothing but its text (`sketches_in_ingest`),
-the workers sketch each batch's texts too, and this process writes the sketch stage's files
-as the batches come (`SketchSink`).
+the batch's texts are sketched here too.
 
 Parquet writing is chosen by measurement (web-like pages, pyarrow's defaults against
 these): no dictionary for the columns whose values are all distinct (text, URLs, ids), where
@@ -18,9 +16,9 @@ same size. zstd stays for the text (lz4 wrote the million 16 % faster, a 47 % la
 
 from __future__ import annotations
 
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,15 +29,12 @@ from neardup.config import Settings
 from neardup.ingest import extract_page
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.ingest.eligibility import Eligibility, page_reason, rule_of
-from neardup.ingest.readers import iter_record_units
 from neardup.ingest.record import ExtractedPage, RawRecord
 from neardup.ingest.tables import LineBlock, LineSpan, block_records
 from neardup.ingest.urls import identity_and_host
 from neardup.kernels import SketchBatch, sketch_arrow
-from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.steps.features import FEATURE_METHODS
-from neardup.pipeline.steps.sketch import SketchResult, SketchSink, sketches_in_ingest
-from neardup.store.writer_thread import WriterThread
+from neardup.pipeline.steps.sketch import sketches_in_ingest
 
 PAGES_RAW_SCHEMA = pa.schema(
     [
@@ -86,15 +81,6 @@ REPEATING_COLUMNS = (
 
 
 @dataclass
-class IngestResult:
-    records: int = 0
-    with_text: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    formats: Counter[str] = field(default_factory=Counter)
-    sketched: SketchResult | None = None  # when the ingest sketched the pages too
-
-
-@dataclass
 class _BatchTables:
     """One batch of records as ready-made Arrow tables, built in the worker so that the main
     process only frames records and writes batches (it is the bottleneck with many workers)."""
@@ -112,9 +98,9 @@ class _BatchTables:
         if first_doc_id == 0:
             return self
         return _BatchTables(
-            pages=_add_to_column(self.pages, first_doc_id),
-            texts=_add_to_column(self.texts, first_doc_id),
-            links=_add_to_column(self.links, first_doc_id),
+            pages=add_to_column(self.pages, first_doc_id),
+            texts=add_to_column(self.texts, first_doc_id),
+            links=add_to_column(self.links, first_doc_id),
             with_text=self.with_text,
             skipped=self.skipped,
             formats=self.formats,
@@ -122,19 +108,13 @@ class _BatchTables:
         )
 
 
-def _add_to_column(batch: pa.RecordBatch, delta: int) -> pa.RecordBatch:
+def add_to_column(batch: pa.RecordBatch, delta: int) -> pa.RecordBatch:
     """`batch` with `delta` added to its first column (the document id)."""
     if not batch.num_rows:
         return batch
     # numpy's add, not pyarrow.compute's: importing that module costs a small scan 0.05 s
     column = pa.array(batch.column(0).to_numpy() + np.int64(delta), pa.int64())
     return batch.set_column(0, batch.schema.field(0), column)
-
-
-def _extract_batch(task: tuple[list[RawRecord], int, int, bool]) -> _BatchTables:
-    """The tables of a batch of records whose document ids start at the task's second item."""
-    records, first_doc_id, max_bytes, want_links = task
-    return _tables_of(records, first_doc_id, max_bytes, want_links)
 
 
 # A task for `_extract_task`: a batch of framed records, or a block of JSONL lines; then the
@@ -160,13 +140,34 @@ def text_read_back(settings: Settings) -> bool:
 
 
 def drop_text(staging: Path) -> None:
-    """`page_text` with no rows, in place of the one the stages read (`--no-text`); a
-    folder of parts (the Spark engine's, written without rows) is left as it is."""
+    """`page_text` with no rows, in place of the one the stages read (`--no-text`): a
+    folder of parts becomes a folder of one empty part (one the Spark engine wrote without
+    rows is left as it is)."""
     path = staging / "page_text.parquet"
     if path.is_file() and pq.ParquetFile(path).metadata.num_rows:
         tmp = path.with_name(f".{path.name}.empty")
         pq.write_table(PAGE_TEXT_SCHEMA.empty_table(), tmp)
         tmp.replace(path)
+    elif path.is_dir() and any(pq.read_metadata(p).num_rows for p in path.glob("*.parquet")):
+        for part in sorted(path.glob("*.parquet"))[1:]:
+            part.unlink()
+        first = next(path.glob("*.parquet"))
+        tmp = first.with_name(f".{first.name}.empty")
+        pq.write_table(PAGE_TEXT_SCHEMA.empty_table(), tmp)
+        tmp.replace(first)
+
+
+def batch_task(
+    unit: list[RawRecord] | LineBlock,
+    settings: Settings,
+    rule: Eligibility,
+    sketch: bool,
+    texts: bool,
+) -> _BatchTables:
+    """The tables of one batch (`_units`), ids from 0, sketched with `sketch`, its texts
+    kept with `texts` (else only their ids, under which the sketches are filed)."""
+    cap, links = settings.max_payload_bytes, settings.extract_links
+    return _extract_task((unit, cap, links, rule, settings if sketch else None, texts))
 
 
 def _extract_task(task: _Task) -> _BatchTables:
@@ -270,13 +271,6 @@ def _pages_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=PAGES_RAW_SCHEMA)
 
 
-def _batches(records: Iterable[RawRecord], settings: Settings) -> Iterator[list[RawRecord]]:
-    """Framed records in batches of `BATCH_RECORDS` records or `BATCH_BYTES` bytes."""
-    for unit in _units(records, settings):
-        if not isinstance(unit, LineBlock):
-            yield unit
-
-
 def _units(
     units: Iterable[RawRecord | LineBlock], settings: Settings
 ) -> Iterator[list[RawRecord] | LineBlock]:
@@ -301,131 +295,3 @@ def _units(
             batch, size = [], 0
     if batch:
         yield batch
-
-
-class _Tally:
-    """A running count of the input bytes the readers report (`iter_records`'s on_bytes)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, n: int) -> None:
-        self.count += n
-
-
-class _TableSink:
-    """Streams record batches into one Parquet file, in row groups of about `rows` rows
-    (the sketch stage parallelises over row groups), written by `thread`."""
-
-    def __init__(
-        self,
-        path: Path,
-        schema: pa.Schema,
-        rows: int,
-        thread: WriterThread,
-        dictionary: tuple[str, ...] | bool = True,
-    ) -> None:
-        """`dictionary`: the columns to give a dictionary (True: every column)."""
-        use = dictionary if isinstance(dictionary, bool) else list(dictionary)
-        self.writer = pq.ParquetWriter(path, schema, compression="zstd", use_dictionary=use)
-        self.rows = rows
-        self.thread = thread
-        self.pending: list[pa.RecordBatch] = []
-        self.pending_rows = 0
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows:
-            self.pending.append(batch)
-            self.pending_rows += batch.num_rows
-        if self.pending_rows >= self.rows:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            table = pa.Table.from_batches(self.pending)
-            self.thread.submit(self.writer.write_table, table, 1 << 30)
-            self.pending, self.pending_rows = [], 0
-
-    def close(self) -> None:
-        """Write what is pending and close the file (both in the writer thread)."""
-        self.flush()
-        self.thread.submit(self.writer.close)
-
-
-def run_ingest(
-    inputs: list[str],
-    staging: Path,
-    settings: Settings,
-    engine: LocalEngine,
-    base_url: str | None = None,
-    advance: Callable[[int], None] | None = None,
-    sketch: bool = False,
-) -> IngestResult:
-    """Read every input record and write the three ingest tables into `staging`; with
-    `sketch`, the sketch stage's files too (`SketchSink`), their arrays in the result.
-
-    `advance(n)` hears progress in bytes of input (`input_bytes(inputs)` in all): a batch's
-    bytes count once its pages are extracted and handed to the writer thread, not when they
-    are read, so the bar follows the slower of the two."""
-    result = IngestResult()
-    thread = WriterThread()
-    pages = _TableSink(
-        staging / "pages_raw.parquet", PAGES_RAW_SCHEMA, 8192, thread, REPEATING_COLUMNS
-    )
-    texts = _TableSink(
-        staging / "page_text.parquet", PAGE_TEXT_SCHEMA, TEXT_ROW_GROUP, thread, False
-    )
-    links = _TableSink(staging / "links.parquet", LINKS_SCHEMA, 65536, thread)
-    sketches = SketchSink(staging, settings, thread.submit) if sketch else None
-    sketched: SketchResult | None = None
-    read = _Tally()  # input bytes the readers have consumed so far
-    units = iter_record_units(inputs, base_url, settings.max_payload_bytes, on_bytes=read)
-    read_at: deque[int] = deque()  # bytes read when each batch in flight was framed
-    rule = rule_of(settings)
-    texts_back = not sketch or text_read_back(settings)
-
-    def tasks() -> Iterator[_Task]:
-        for unit in _units(units, settings):
-            read_at.append(read.count)
-            yield (
-                unit.span() if isinstance(unit, LineBlock) else unit,  # its place, not bytes
-                settings.max_payload_bytes,
-                settings.extract_links,
-                rule,
-                settings if sketch else None,
-                texts_back,
-            )
-
-    shown = 0  # bytes passed to `advance`
-    try:
-        first = 0  # the document id of the next batch's first row
-        for numbered in engine.map(_extract_task, tasks()):
-            tables = numbered.shifted(first)
-            first += tables.pages.num_rows
-            pages.write(tables.pages)
-            if texts_back:
-                texts.write(tables.texts)
-            links.write(tables.links)
-            if sketches is not None and tables.sketch is not None:
-                sketches.add(tables.texts.column(0).to_numpy(), tables.sketch)
-            result.records += tables.pages.num_rows
-            result.with_text += tables.with_text
-            result.skipped.update(tables.skipped)
-            result.formats.update(tables.formats)
-            done = read_at.popleft()
-            if advance and done > shown:
-                advance(done - shown)
-                shown = done
-        if advance and read.count > shown:  # the ends of inputs read after the last batch
-            advance(read.count - shown)
-    finally:
-        try:
-            pages.close()
-            texts.close()
-            links.close()
-            if sketches is not None:
-                sketched = sketches.close()
-        finally:
-            thread.close()
-    result.sketched = sketched
-    return result

@@ -48,6 +48,7 @@ from neardup.pipeline.steps.near_pairs import (
     verified_candidates,
 )
 from neardup.pipeline.steps.sketch import COMMON_FILE, SketchResult
+from neardup.pipeline.steps.staging_tables import table_files
 
 PAIRS_SCHEMA = pa.schema(
     [
@@ -132,20 +133,22 @@ def eligible_keys(staging: Path, docs: np.ndarray, fingerprints: np.ndarray) -> 
     fps = np.asarray(fingerprints, dtype=np.int64)
     keys = np.empty(docs.size, dtype=np.int64)
     seen = np.zeros(docs.size, dtype=bool)
-    source = pq.ParquetFile(staging / "pages_raw.parquet")
-    for batch in source.iter_batches(batch_size=URL_BATCH, columns=["doc_id", "url_key"]):
-        ids = batch.column(0).to_numpy()
-        pos = np.searchsorted(docs, ids)
-        hit = pos < docs.size
-        hit[hit] = docs[pos[hit]] == ids[hit]
-        if not hit.any():
-            continue
-        at = pos[hit]
-        column = batch.column(1)
-        # `take` imports pyarrow.compute (0.05 s of a small scan): not when every row is taken
-        urls = (column if hit.all() else column.take(pa.array(np.flatnonzero(hit)))).to_pylist()
-        keys[at] = page_keys(urls, fps[at], normalized=True)
-        seen[at] = True
+    for path in table_files(staging, "pages_raw"):
+        source = pq.ParquetFile(path)
+        for batch in source.iter_batches(batch_size=URL_BATCH, columns=["doc_id", "url_key"]):
+            ids = batch.column(0).to_numpy()
+            pos = np.searchsorted(docs, ids)
+            hit = pos < docs.size
+            hit[hit] = docs[pos[hit]] == ids[hit]
+            if not hit.any():
+                continue
+            at = pos[hit]
+            column = batch.column(1)
+            # `take` imports pyarrow.compute (0.05 s of a small scan): not when every row is
+            # taken
+            urls = column if hit.all() else column.take(pa.array(np.flatnonzero(hit)))
+            keys[at] = page_keys(urls.to_pylist(), fps[at], normalized=True)
+            seen[at] = True
     if not seen.all():
         raise ValueError("pages_raw lacks some sketched pages")
     return keys

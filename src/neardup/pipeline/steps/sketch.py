@@ -39,6 +39,7 @@ from neardup.ingest.eligibility import enough_words
 from neardup.kernels import SIGNATURE_DTYPE, CommonShingles, SketchBatch, sketch_arrow
 from neardup.kernels.shingles import doc_shingle_counts_arrow
 from neardup.pipeline.executors.local import LocalEngine
+from neardup.pipeline.steps.staging_tables import row_groups
 
 SKETCHES_SCHEMA = pa.schema(
     [
@@ -165,6 +166,27 @@ class _AppendedRows:
         self.file.close()
 
 
+def page_columns(doc_ids: np.ndarray, batch: SketchBatch, min_tokens: int) -> np.ndarray:
+    """The near stage's per-page columns (`PAGE_COLUMNS`) of a sketched batch: doc id,
+    eligible (0/1), shingle-set and lexical fingerprints."""
+    eligible = enough_words(batch.n_tokens, batch.n_shingles, min_tokens)
+    columns = np.column_stack([doc_ids, eligible, batch.shingle_fp, batch.lexical_fp])
+    return columns.astype(np.int64, copy=False)
+
+
+def sketches_rows(doc_ids: np.ndarray, batch: SketchBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The `sketches` rows (`sketches_schema`) of a sketched batch."""
+    columns = [
+        pa.array(doc_ids, pa.int64()),
+        pa.array(batch.n_tokens, pa.int32()),
+        pa.array(batch.n_shingles, pa.int32()),
+        pa.array(batch.lexical_fp, pa.int64()),
+        pa.array(batch.shingle_fp, pa.int64()),
+        minhash_column(batch.minhash, schema.field("minhash").type.list_size),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
 class SketchSink:
     """The sketch stage's files, written as sketched batches arrive in document order:
     `signatures.npy` and `supershingles.npy` (rows appended), `sketches.parquet` (with the
@@ -204,21 +226,8 @@ class SketchSink:
         self.signatures.append(batch.minhash)
         if self.n_ss:
             self.supers.append(batch.supershingles)
-        eligible = enough_words(batch.n_tokens, batch.n_shingles, self.settings.min_tokens)
-        self.columns.append(
-            np.column_stack([doc_ids, eligible, batch.shingle_fp, batch.lexical_fp]).astype(
-                np.int64, copy=False
-            )
-        )
-        columns = [
-            pa.array(doc_ids, pa.int64()),
-            pa.array(batch.n_tokens, pa.int32()),
-            pa.array(batch.n_shingles, pa.int32()),
-            pa.array(batch.lexical_fp, pa.int64()),
-            pa.array(batch.shingle_fp, pa.int64()),
-            minhash_column(batch.minhash, self.k),
-        ]
-        self.pending.append(pa.RecordBatch.from_arrays(columns, schema=self.schema))
+        self.columns.append(page_columns(doc_ids, batch, self.settings.min_tokens))
+        self.pending.append(sketches_rows(doc_ids, batch, self.schema))
         self.pending_rows += n
         if self.pending_rows >= SKETCH_ROWS:
             self._flush()
@@ -237,15 +246,21 @@ class SketchSink:
         self.signatures.close()
         self.supers.close()
         self.columns.close()
-        columns = np.load(self.staging / PAGE_COLUMNS, mmap_mode="r")
-        docs = self.staging / "signature_docs.npy"
-        np.save(docs, columns[:, 0])
-        return SketchResult(
-            doc_ids=np.load(docs, mmap_mode="r"),
-            eligible=columns[:, 1].astype(bool),
-            shingle_fp=columns[:, 2],
-            lexical_fp=columns[:, 3],
-        )
+        return sketch_result(self.staging)
+
+
+def sketch_result(staging: Path) -> SketchResult:
+    """The per-page arrays the near stage needs, mapped from the finished `PAGE_COLUMNS`
+    file; writes `signature_docs.npy` beside it."""
+    columns = np.load(staging / PAGE_COLUMNS, mmap_mode="r")
+    docs = staging / "signature_docs.npy"
+    np.save(docs, columns[:, 0])
+    return SketchResult(
+        doc_ids=np.load(docs, mmap_mode="r"),
+        eligible=columns[:, 1].astype(bool),
+        shingle_fp=columns[:, 2],
+        lexical_fp=columns[:, 3],
+    )
 
 
 def sketches_in_ingest(settings: Settings) -> bool:
@@ -259,14 +274,12 @@ def count_common_shingles(
 ) -> None:
     """First pass: how many pages hold each shingle, into `common_shingles.npy`, which the
     sketch pass reads to drop the shingles held by more than `max_shingle_df` pages."""
-    text_path = str(staging / "page_text.parquet")
-    meta = pq.ParquetFile(text_path).metadata
-    groups = range(meta.num_row_groups)
+    groups = row_groups(staging, "page_text")
     common = CommonShingles.empty(settings)
-    counted = engine.map(_count_task, [(text_path, g, settings) for g in groups])
-    for g, (hashes, counts) in zip(groups, counted, strict=True):
+    counted = engine.map(_count_task, [(path, g, settings) for path, g, _ in groups])
+    for (_, _, rows), (hashes, counts) in zip(groups, counted, strict=True):
         common.add(hashes, counts)
-        on_rows(meta.row_group(g).num_rows)
+        on_rows(rows)
     common.save(str(staging / COMMON_FILE))
 
 
@@ -275,13 +288,12 @@ def run_sketch(
 ) -> SketchResult:
     """Sketch every page with text; write `sketches.parquet`, `signatures.npy` and
     `supershingles.npy` into `staging` (dropping common shingles when they were counted)."""
-    text_path = str(staging / "page_text.parquet")
-    groups = range(pq.ParquetFile(text_path).metadata.num_row_groups)
+    groups = row_groups(staging, "page_text")
     common_path = staging / COMMON_FILE
     common_file = str(common_path) if common_path.exists() else None
     sink = SketchSink(staging, settings)
     try:
-        tasks = [(text_path, g, settings, common_file) for g in groups]
+        tasks = [(path, g, settings, common_file) for path, g, _ in groups]
         for doc_ids, batch in engine.map(_sketch_task, tasks):
             sink.add(doc_ids, batch)
             on_rows(len(doc_ids))
