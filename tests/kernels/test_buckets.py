@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.kernels.buckets import CandidateStats, bucket_candidates, table_pairs, unpack_pairs
+from neardup.kernels.buckets import (
+    CandidateStats,
+    bucket_candidates,
+    key_parts,
+    partition_pairs,
+    table_pairs,
+    unpack_pairs,
+)
 from neardup.kernels.sorting import _order_ties
 
 
@@ -106,3 +113,32 @@ def test_ties_ordered_as_a_stable_sort_orders_them(values):
     sorted_keys = keys[positions]
     _order_ties(sorted_keys, positions)
     assert np.array_equal(positions, np.argsort(keys, kind="stable"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 4), min_size=3, max_size=3), min_size=1, max_size=60),
+    st.integers(1, 6),
+    st.integers(1, 5),
+    st.randoms(use_true_random=False),
+)
+def test_parts_of_the_keys_give_the_pairs_of_all(key_choice, max_bucket, parts, rnd):
+    """Keys dealt into parts by (table, key) (`key_parts`) and paired part by part
+    (`partition_pairs`, as the embedded scan's workers and Spark's tasks do): the union of
+    the parts' pairs, and the summed figures, are `bucket_candidates`'s over all keys."""
+    keys = np.array([[k * 0x9E3779B97F4A7C15 % 2**61 for k in row] for row in key_choice])
+    n, tables = keys.shape
+    docs = np.arange(n, dtype=np.int64)
+    order = np.array([rnd.randrange(3) for _ in range(n)], dtype=np.int64)
+    want, want_stats = bucket_candidates(keys, docs, max_bucket, order)
+    tbl = np.tile(np.arange(tables), n)
+    flat, doc = keys.reshape(-1), np.repeat(docs, tables)
+    part = key_parts(tbl, flat, parts)
+    stats = CandidateStats()
+    found = [
+        partition_pairs(tbl[m], flat[m], doc[m], order[doc[m]], max_bucket, stats)
+        for m in (part == p for p in range(parts))
+    ]
+    assert sorted(set(np.concatenate(found).tolist())) == want.tolist()
+    assert (stats.emitted, stats.large_buckets) == (want_stats.emitted, want_stats.large_buckets)
+    assert stats.largest_bucket == want_stats.largest_bucket

@@ -14,6 +14,15 @@ stored text, the feature methods and the `pairs` / `containment` tables.
 The other methods (chunks, Broder's MIN_s / MOD_m sketches and super-shingles, SimHash) find
 their pairs in `steps.feature_pairs`; `exact` collapses pages with the same canonical text
 (lexical fingerprint) and stops there. See docs/methods.md.
+
+Where it runs: `run_near` is the stage in one process, the scan's with one worker and for
+the feature methods and `exact`. With two workers or more, the min-hash and super-shingle
+methods run by parts on the workers instead (`steps.near_parts`, issue 47): the band keys
+dealt into parts by a hash of (table, key), each part's buckets paired by the same rule
+(`kernels.buckets.partition_pairs` over `table_pairs`) and the pairs verified by the same
+test (`near_pairs.verify_pairs`), reading the signatures from the mapped staging files; the
+scanning process keeps a few counts. The tables are the same row for row: a bucket is whole
+in one part, so the parts' pairs together are `verified_candidates`'s.
 """
 
 from __future__ import annotations
@@ -136,22 +145,32 @@ def eligible_keys(staging: Path, docs: np.ndarray, fingerprints: np.ndarray) -> 
     for path in table_files(staging, "pages_raw"):
         source = pq.ParquetFile(path)
         for batch in source.iter_batches(batch_size=URL_BATCH, columns=["doc_id", "url_key"]):
-            ids = batch.column(0).to_numpy()
-            pos = np.searchsorted(docs, ids)
-            hit = pos < docs.size
-            hit[hit] = docs[pos[hit]] == ids[hit]
-            if not hit.any():
-                continue
-            at = pos[hit]
-            column = batch.column(1)
-            # `take` imports pyarrow.compute (0.05 s of a small scan): not when every row is
-            # taken
-            urls = column if hit.all() else column.take(pa.array(np.flatnonzero(hit)))
-            keys[at] = page_keys(urls.to_pylist(), fps[at], normalized=True)
+            at, found = batch_page_keys(batch, docs, fps)
+            keys[at] = found
             seen[at] = True
     if not seen.all():
         raise ValueError("pages_raw lacks some sketched pages")
     return keys
+
+
+def batch_page_keys(
+    batch: pa.RecordBatch | pa.Table, docs: np.ndarray, fingerprints: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions into `docs`, page keys) of the eligible pages among the `pages_raw` rows
+    of `batch` (columns doc_id, url_key); `fingerprints` are those of `docs` (an array or a
+    mapped file): `eligible_keys` in this process, or the scan's workers a range each
+    (`near_parts`)."""
+    ids = np.asarray(batch.column(0).to_numpy(), dtype=np.int64)
+    pos = np.searchsorted(docs, ids)
+    hit = pos < docs.size
+    hit[hit] = docs[pos[hit]] == ids[hit]
+    at = pos[hit]
+    if not at.size:
+        return at, np.empty(0, dtype=np.int64)
+    column = batch.column(1)
+    # `take` imports pyarrow.compute (0.05 s of a small scan): not when every row is taken
+    urls = (column if hit.all() else column.take(pa.array(np.flatnonzero(hit)))).to_pylist()
+    return at, page_keys(urls, np.asarray(fingerprints[at]), normalized=True)
 
 
 def run_near(

@@ -15,9 +15,8 @@ import pyarrow.compute as pc
 
 from neardup.config import Settings
 from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
-from neardup.kernels.buckets import CandidateStats, table_pairs, unpack_pairs
+from neardup.kernels.buckets import CandidateStats, key_parts, partition_pairs, unpack_pairs
 from neardup.kernels.graph import Graph
-from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, rule_representatives
 from neardup.pipeline.steps.near_pairs import (
     by_megashingles,
@@ -123,16 +122,6 @@ def with_input_idx(
         yield batch.append_column("input_idx", pa.array(inputs[where], pa.int32()))
 
 
-def key_parts(tbl: np.ndarray, key: np.ndarray, parts: int) -> np.ndarray:
-    """The part of each bucket key, a hash of (table, key) (splitmix64's finaliser): every
-    row of one bucket gets one part."""
-    x = key.astype(np.uint64) ^ (tbl.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return (x % np.uint64(parts)).astype(np.int32)
-
-
 def key_blob_batches(
     batches: Iterator[pa.RecordBatch], settings: Settings, parts: int
 ) -> Iterator[pa.RecordBatch]:
@@ -197,11 +186,7 @@ def bucket_pair_batches(
     order = keys.column("order_key").to_numpy()
     del keys, parts
     stats = CandidateStats()
-    found = [
-        table_pairs(key[tbl == t], doc[tbl == t], max_bucket, stats, order[tbl == t])
-        for t in sorted_distinct(tbl)
-    ]
-    packed = sorted_distinct(np.concatenate(found))
+    packed = partition_pairs(tbl, key, doc, order, max_bucket, stats)
     a, b = unpack_pairs(packed)
     none = pa.nulls(a.size, pa.int64())
     yield pa.RecordBatch.from_arrays(
