@@ -100,6 +100,35 @@ def plan_ranges(inputs: list[tuple[str, str]], target: int | None = None) -> lis
     return ranges
 
 
+def group_ranges(
+    ranges: list[InputRange], target: int | None = None
+) -> list[tuple[InputRange, ...]]:
+    """The ranges as tasks: each cut range alone, and runs of whole local inputs gathered
+    until they reach `target` bytes, so that a folder of many small files makes tasks of a
+    useful size (and part files of one), not one task and four part files per file. URLs
+    and stdin stay alone: their size is unknown."""
+    target = range_bytes() if target is None else target
+    tasks: list[tuple[InputRange, ...]] = []
+    group: list[InputRange] = []
+    held = 0
+    for rng in ranges:
+        size = rng.size
+        if rng.cut or size is None:
+            if group:
+                tasks.append(tuple(group))
+                group, held = [], 0
+            tasks.append((rng,))
+            continue
+        group.append(rng)
+        held += size
+        if held >= target:
+            tasks.append(tuple(group))
+            group, held = [], 0
+    if group:
+        tasks.append(tuple(group))
+    return tasks
+
+
 def _ranges_of(path: str, kind: str, target: int) -> list[InputRange]:
     """One input's ranges; a single whole range where the input cannot or need not be cut."""
     if is_remote(path) or kind not in ("warc", "jsonl") or not os.path.isfile(path):

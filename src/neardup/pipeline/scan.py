@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,8 @@ from neardup.config import Settings
 from neardup.ingest import detect_input_kind
 from neardup.ingest.paths_file import resolve_inputs
 from neardup.pipeline.executors import ScanEngine, engine_named
+from neardup.pipeline.executors.base import StagesOutcome
+from neardup.pipeline.executors.local import run_apart
 from neardup.pipeline.progress import Progress, SilentProgress, Unit
 from neardup.pipeline.stages import run_stages
 from neardup.pipeline.steps.ingest import drop_text
@@ -56,6 +58,27 @@ class EmptyScanError(RuntimeError):
     def __init__(self, message: str, summary: dict[str, Any]) -> None:
         super().__init__(message)
         self.summary = summary
+
+
+T = TypeVar("T")
+
+# Records from which the embedded engine builds the store in a process of its own: below,
+# starting one (its imports: DuckDB, Arrow) costs more than the build.
+STORE_APART_RECORDS = 200_000
+
+
+def _store_apart(outcome: StagesOutcome) -> bool:
+    """Whether the store is built in a worker process (`run_apart`): a large run on the
+    embedded engine with workers. The Spark engine's store is views over its datasets."""
+    return (
+        outcome.engine == "embedded"
+        and outcome.workers > 1
+        and outcome.records >= STORE_APART_RECORDS
+    )
+
+
+def _in_this_process(fn: Callable[..., T], *args: Any) -> T:
+    return fn(*args)
 
 
 def scan(
@@ -113,7 +136,8 @@ def scan(
         if not settings.keep_text:
             drop_text(staging)  # read by a stage (exact verification, say), not kept
         with stage("store", "store"):
-            summary = build_store(staging, settings, workers=outcome.workers)
+            build = run_apart if _store_apart(outcome) else _in_this_process
+            summary = build(build_store, staging, settings, outcome.workers)
 
         elapsed = time.perf_counter() - started
         summary.update(

@@ -138,6 +138,47 @@ def _start_worker(preload: Sequence[str]) -> None:
         importlib.import_module(name)
 
 
+def _call_apart(conn: Any, fn: Callable[..., R], args: tuple[Any, ...]) -> None:
+    """The body of `run_apart`'s process: the call's result, or its exception, sent back."""
+    _start_worker(())
+    try:
+        result: tuple[bool, Any] = (True, fn(*args))
+    except BaseException as exc:  # sent back and raised in the caller
+        result = (False, exc)
+    conn.send(result)
+    conn.close()
+
+
+def run_apart(fn: Callable[..., R], *args: Any) -> R:
+    """`fn(*args)` in a fresh worker process of its own; its result (or exception) comes
+    back by pickle.
+
+    Why: a stage whose work is another library's threads (DuckDB's store build) still
+    counts as the scanning process's own CPU, and its memory stays in that process after it
+    ends; in a process of its own the scanning process only coordinates. Ctrl-C or any
+    error here ends the child at once (it would otherwise finish a store nobody keeps)."""
+    context = _ContextWithoutMain()
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_call_apart, args=(send, fn, args), name="neardup-apart")
+    child.start()
+    send.close()
+    try:
+        ok, value = receive.recv()
+    except EOFError:
+        child.join()
+        raise RuntimeError(f"a worker process ended with exit code {child.exitcode}") from None
+    except BaseException:
+        child.kill()
+        child.join()
+        raise
+    finally:
+        receive.close()
+    child.join()
+    if not ok:
+        raise value
+    return value
+
+
 class LocalEngine:
     """Ordered, bounded parallel map over worker processes (or inline with one worker, or
     for a stage of one task).

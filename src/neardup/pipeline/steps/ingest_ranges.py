@@ -30,10 +30,15 @@ import pyarrow.parquet as pq
 
 from neardup.config import Settings
 from neardup.ingest.eligibility import rule_of
-from neardup.ingest.input_ranges import InputRange, iter_range_units, plan_ranges
+from neardup.ingest.input_ranges import (
+    InputRange,
+    group_ranges,
+    iter_range_units,
+    plan_ranges,
+)
 from neardup.ingest.readers import expand_inputs, iter_input_units
 from neardup.ingest.record import RawRecord
-from neardup.ingest.remote import STDIN
+from neardup.ingest.remote import STDIN, is_remote
 from neardup.ingest.tables import LineBlock
 from neardup.kernels import SIGNATURE_DTYPE, SketchBatch
 from neardup.pipeline.executors.local import LocalEngine
@@ -70,7 +75,7 @@ class RangeTask:
     """What a worker needs for one range (small: it is pickled to the worker)."""
 
     index: int  # the task's place in input order
-    range: InputRange
+    ranges: tuple[InputRange, ...]  # one cut range, or whole inputs (`group_ranges`)
     staging: str
     settings: Settings
     base_url: str | None
@@ -166,7 +171,7 @@ def run_range(task: RangeTask) -> RangeSummary:
     try:
         held, summary, lines = _extract_range(task)
         first_doc, first_row, first_line = task.totals.wait(task.index)
-        if task.range.first_of_input:
+        if task.ranges[0].first_of_input:
             first_line = 0
         task.totals.publish(
             task.index + 1,
@@ -199,9 +204,13 @@ def _extract_range(task: RangeTask) -> tuple[_Held, RangeSummary, int]:
     seen = _Seen()
 
     def whole(path: str, kind: str) -> Iterator[RawRecord | LineBlock]:
-        return iter_input_units(path, kind, task.base_url, settings.max_payload_bytes, seen)
+        counted = seen if is_remote(path) else None  # a local input's size is known
+        return iter_input_units(path, kind, task.base_url, settings.max_payload_bytes, counted)
 
-    units = iter_range_units(task.range, whole, settings.max_payload_bytes, lines.append)
+    cap = settings.max_payload_bytes
+    units = (
+        unit for rng in task.ranges for unit in iter_range_units(rng, whole, cap, lines.append)
+    )
     held = _Held()
     summary = RangeSummary()
     for unit in _units(units, settings):
@@ -216,13 +225,13 @@ def _extract_range(task: RangeTask) -> tuple[_Held, RangeSummary, int]:
         summary.with_text += tables.with_text
         summary.skipped.update(tables.skipped)
         summary.formats.update(tables.formats)
-    size = task.range.size
-    summary.input_bytes = size if size is not None else seen.count
+    sizes = [rng.size for rng in task.ranges]
+    summary.input_bytes = sum(size for size in sizes if size is not None) + seen.count
     return held, summary, sum(lines)
 
 
 class _Seen:
-    """The input bytes a whole input's reader reports (for a URL, whose size is unknown)."""
+    """The input bytes a URL's reader reports (its size is unknown)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -237,7 +246,7 @@ def _write_parts(
     """Write the range's part of every table, ids shifted to their place in the run."""
     staging = Path(task.staging)
     pages = [add_to_column(b, first_doc) for b in held.pages]
-    if first_line and task.range.cut == "lines":
+    if first_line and task.ranges[0].cut == "lines":
         pages = [_add_to_offsets(b, first_line) for b in pages]
     _write(staging, "pages_raw", task.index, pages, PAGES_RAW_SCHEMA, 8192, REPEATING_COLUMNS)
     if task.texts:
@@ -331,7 +340,7 @@ def run_ingest(
 
     `advance(n)` hears progress in bytes of input: a range's bytes count once its parts are
     written. Stdin, which no other process can read, is read in this process."""
-    ranges = plan_ranges(expand_inputs(inputs))
+    groups = group_ranges(plan_ranges(expand_inputs(inputs)))
     texts = not sketch or text_read_back(settings)
     for table in (*TABLES, *(("sketches",) if sketch else ())):
         (staging / f"{table}.parquet").mkdir()
@@ -344,7 +353,7 @@ def run_ingest(
         tasks = [
             RangeTask(
                 i,
-                rng,
+                group,
                 str(staging),
                 settings,
                 base_url,
@@ -353,7 +362,7 @@ def run_ingest(
                 totals.handle,
                 {name: rows.place for name, rows in matrices.items()},
             )
-            for i, rng in enumerate(ranges)
+            for i, group in enumerate(groups)
         ]
         for summary in _run_tasks(engine, tasks):
             result.records += summary.records
@@ -371,7 +380,7 @@ def _run_tasks(engine: LocalEngine, tasks: list[RangeTask]) -> Iterator[RangeSum
     """The tasks' summaries in order: in the workers, except stdin's, run here between."""
     start = 0
     for i, task in enumerate(tasks):
-        if task.range.path == STDIN:
+        if task.ranges[0].path == STDIN:
             yield from engine.map(run_range, tasks[start:i])
             yield run_range(task)
             start = i + 1
