@@ -66,11 +66,14 @@ def _spent(before: dict[int, float], after: dict[int, float]) -> float:
 
 
 def _peaks(series: list, window: list[float] | None = None) -> dict[str, int]:
-    """The tree's and the scanning process's peak resident MiB, within `window` if given."""
+    """The tree's and the scanning process's peak resident MiB, and the tree's anonymous
+    (RssAnon: without the mapped files, such as the signatures, the kernel can drop), within
+    `window` if given."""
     inside = [s for s in series if window is None or window[0] <= s[0] <= window[1]]
     return {
         "peak_tree_mb": round(max((s[1] for s in inside), default=0)),
         "peak_scanning_mb": round(max((s[2] for s in inside), default=0)),
+        "peak_tree_anon_mb": round(max((s[3] for s in inside), default=0)),
     }
 
 

@@ -125,15 +125,15 @@ def sample_tree(
     peak: list[float],
     every: float = 0.25,
     names: dict[int, str] | None = None,
-    series: list[tuple[float, float, float]] | None = None,
+    series: list[tuple[float, float, float, float]] | None = None,
 ) -> None:
     """Each process of the tree's user + system seconds at its last sample, and the peaks of
     their summed resident and anonymous memory (RssAnon: the heaps and arrays, without the
     mapped files the kernel can drop), every `every` seconds: four times a second by
     default, since sampling more often took CPU from the scan it measures on two cores (a
     worker's last quarter second is missed). `names`, where given, gets each process's
-    name; `series` each sample's (time, the tree's resident MiB, the root's), for the
-    peaks of a part of the run (`near_stage_cpu.py`'s stages)."""
+    name; `series` each sample's (time, the tree's resident MiB, the root's, the tree's
+    anonymous MiB), for the peaks of a part of the run (`near_stage_cpu.py`'s stages)."""
     while not stop.is_set():
         try:
             procs = [root, *root.children(recursive=True)]
@@ -155,7 +155,7 @@ def sample_tree(
         peak[0] = max(peak[0], rss / 2**20)
         peak[1] = max(peak[1], anon / 2**20)
         if series is not None:
-            series.append((time.time(), rss / 2**20, own / 2**20))
+            series.append((time.time(), rss / 2**20, own / 2**20, anon / 2**20))
         stop.wait(every)
 
 
