@@ -16,6 +16,7 @@ import pytest
 from ccwarc import Fetch, write_warc
 from damaged_warcs import mutate, page
 
+from neardup.ingest import input_ranges
 from neardup.ingest.input_ranges import InputRange, iter_range_units, plan_ranges
 from neardup.ingest.readers import expand_inputs, iter_input_units, iter_records
 from neardup.ingest.record import RawRecord
@@ -114,3 +115,13 @@ def test_damaged_files_read_the_same_in_ranges(
         for target in (900, 5000):
             rows, _ = _ranged(str(path), target)
             assert rows == _reference(str(path)), (k, target)
+
+
+def test_the_target_gives_every_worker_several_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(input_ranges.RANGE_BYTES_VARIABLE, raising=False)
+    per_worker = input_ranges.TASKS_PER_WORKER
+    assert input_ranges.range_bytes(91 << 20, 2) == (91 << 20) // (2 * per_worker)
+    assert input_ranges.range_bytes(10 << 30, 2) == input_ranges.RANGE_BYTES
+    assert input_ranges.range_bytes(100 << 10, 16) == input_ranges.MIN_RANGE_BYTES
+    monkeypatch.setenv(input_ranges.RANGE_BYTES_VARIABLE, "5000")
+    assert input_ranges.range_bytes(10 << 30, 2) == 5000

@@ -45,21 +45,32 @@ from neardup.ingest.warc_framing import (
 from neardup.ingest.warc_reader import to_raw_record
 from neardup.ingest.warc_scan import WarcScan
 
-# The bytes of input a range aims at: big enough that a task's start-up and its part files
-# stay small beside its work, small enough that a worker holds one range's tables (about
-# the range's size again in text) and a 1 GB file still feeds 16 workers twice over.
+# The bytes of input a range aims at, at most: big enough that a task's start-up and its
+# part files stay small beside its work, small enough that a worker holds one range's tables
+# (about the range's size again in text) and a 1 GB file still feeds 16 workers twice over.
 RANGE_BYTES = 32 << 20
+# ... and at least, when the inputs are small for the workers: each worker gets about
+# TASKS_PER_WORKER tasks, so that one long task at the end does not leave the others idle
+# (the docs-mirrors crawl, 91 MB, made 3 tasks of 32 MB for 2 workers, the last alone).
+MIN_RANGE_BYTES = 1 << 20
+TASKS_PER_WORKER = 8
 RANGE_BYTES_VARIABLE = "NEARDUP_RANGE_BYTES"  # another target, for tests and measurements
-
-
-def range_bytes() -> int:
-    """The target size of a range: `RANGE_BYTES`, or `$NEARDUP_RANGE_BYTES` when set."""
-    value = os.environ.get(RANGE_BYTES_VARIABLE, "")
-    return int(value) if value.isdigit() and int(value) > 0 else RANGE_BYTES
-
 
 _WARC_LINE = b"WARC/"
 _ZSTD_FRAME = b"\x28\xb5\x2f\xfd"
+
+
+def range_bytes(total: int | None = None, workers: int = 1) -> int:
+    """The target size of a range for `total` bytes of local input and `workers` workers:
+    `RANGE_BYTES`, less where the inputs would make fewer than `TASKS_PER_WORKER` tasks a
+    worker, never under `MIN_RANGE_BYTES`; `$NEARDUP_RANGE_BYTES` when set."""
+    value = os.environ.get(RANGE_BYTES_VARIABLE, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if total is None:
+        return RANGE_BYTES
+    share = total // max(1, workers * TASKS_PER_WORKER)
+    return max(MIN_RANGE_BYTES, min(RANGE_BYTES, share))
 
 
 @dataclass(frozen=True)

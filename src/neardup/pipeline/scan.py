@@ -63,8 +63,8 @@ class EmptyScanError(RuntimeError):
 T = TypeVar("T")
 
 # Records from which the embedded engine builds the store in a process of its own: below,
-# starting one (its imports: DuckDB, Arrow) costs more than the build.
-STORE_APART_RECORDS = 200_000
+# starting one (its imports: DuckDB, Arrow, about 0.5 CPU-s) costs about what the build does.
+STORE_APART_RECORDS = 20_000
 
 
 def _store_apart(outcome: StagesOutcome) -> bool:

@@ -35,7 +35,9 @@ from neardup.ingest.input_ranges import (
     group_ranges,
     iter_range_units,
     plan_ranges,
+    range_bytes,
 )
+from neardup.ingest.input_sizes import local_size
 from neardup.ingest.readers import expand_inputs, iter_input_units
 from neardup.ingest.record import RawRecord
 from neardup.ingest.remote import STDIN, is_remote
@@ -340,7 +342,9 @@ def run_ingest(
 
     `advance(n)` hears progress in bytes of input: a range's bytes count once its parts are
     written. Stdin, which no other process can read, is read in this process."""
-    groups = group_ranges(plan_ranges(expand_inputs(inputs)))
+    items = expand_inputs(inputs)
+    target = range_bytes(sum(local_size(path) for path, _ in items), engine.workers)
+    groups = group_ranges(plan_ranges(items, target), target)
     texts = not sketch or text_read_back(settings)
     for table in (*TABLES, *(("sketches",) if sketch else ())):
         (staging / f"{table}.parquet").mkdir()
