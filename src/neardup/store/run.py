@@ -168,6 +168,9 @@ def build_store(
     tmp.mkdir(exist_ok=True)
     con = duckdb.connect(str(staging / DB_NAME))
     try:
+        # DuckDB takes a worker process (`run_apart`) for an interactive session and would
+        # draw its progress bar on stdout, in the middle of `--json`
+        con.execute("SET enable_progress_bar = false")
         con.execute(f"SET threads = {max(1, workers)}")
         con.execute(f"SET memory_limit = '{store_memory_limit(workers)}'")
         con.execute(f"SET temp_directory = '{sql_path(tmp)}'")
