@@ -77,6 +77,7 @@ from neardup.index.files.store import (
     write_merged,
     write_segment,
 )
+from neardup.index.state import reads
 from neardup.index.state.apply_batch import compute_batch
 from neardup.index.state.found import Found
 from neardup.index.state.groups import GROUP_ARRAYS, GroupMembers, Winners
@@ -86,7 +87,7 @@ from neardup.index.state.lookups import HERE, BatchLookups
 from neardup.index.state.overlay import FoldRule
 from neardup.index.state.pages import PAGE_ARRAYS, PageTable
 from neardup.index.state.popularity import RedirectGraph
-from neardup.index.state.prepare import PageSketch, PreparedBatch, prepare_batch
+from neardup.index.state.prepare import PreparedBatch, prepare_batch
 from neardup.index.state.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph, saved_node_keys
 from neardup.index.state.tier2 import SignatureStore
 from neardup.index.state.updates import (
@@ -95,7 +96,6 @@ from neardup.index.state.updates import (
     ServiceError,
     ServiceOptions,
 )
-from neardup.ingest.eligibility import enough_words
 from neardup.kernels import fingerprint64
 from neardup.kernels.lsh import recall_first_bands
 from neardup.kernels.sorting import sorted_distinct
@@ -684,79 +684,19 @@ class ServiceIndex:
 
     def status(self, url: str) -> dict[str, Any] | None:
         """Group, winner and duplicate status of a stored URL (following redirects)."""
-        p = self.pages.get(url)
-        if p is None:
-            return None
-        final, chain = self.resolve(url)
-        fp = self.pages.get(final)
-        out: dict[str, Any] = {
-            "url": url,
-            "removed": p.removed,
-            "redirect_chain": chain[1:],
-            "final_url": final,
-            "group_id": None,
-            "winner_url": None,
-            "is_duplicate": False,
-            "verified": False,
-            "resemblance": None,
-        }
-        if p.removed or fp is None or fp.removed or fp.group_id is None:
-            return out
-        winner = self.winners.get(fp.group_id)
-        out.update(group_id=fp.group_id, winner_url=winner, verified=fp.verified)
-        out["resemblance"] = self.resemblance_to_winner(fp.signature, fp.group_id)
-        # A redirect is a duplicate of what it leads to; a loser only once verified.
-        out["is_duplicate"] = bool(len(chain) > 1 or (final != winner and fp.verified))
-        return out
+        return reads.status(self.state, url)
 
     def group(self, gid: int) -> dict[str, Any] | None:
-        members = self.groups.get(gid)
-        if not members:
-            return None
-        winner = self.winners[gid]
-        rows = []
-        for url in sorted(members, key=lambda u: (u != winner, u)):
-            p = self.pages[url]
-            sim = self.resemblance_to_winner(p.signature, gid) or 0.0
-            rows.append(
-                {
-                    "url": url,
-                    "winner": url == winner,
-                    "verified": p.verified,
-                    "resemblance": sim,
-                    "links_in": p.links_in,
-                    "popularity": self.popularity(url),
-                }
-            )
-        redirects = sorted(
-            {
-                u
-                for m in members
-                for u in self.redirects.upstream(m)
-                if self.resolve(u)[0] in members
-            }
-        )
-        return {
-            "group_id": gid,
-            "winner_url": winner,
-            "size": len(members),
-            "members": rows,
-            "redirects": redirects,
-        }
+        """A group's members (the winner first) and the redirects into it."""
+        return reads.group(self.state, gid)
 
     def popularity(self, url: str) -> int:
         """In-links of `url` plus those of every page redirecting to it (see popularity.py)."""
         return self.state.popularity(url)
 
     def resemblance_to_winner(self, signature: np.ndarray | None, gid: int) -> float | None:
-        """Estimated resemblance of a sketch to group `gid`'s winner (the share of equal
-        min-hash values), the one measure behind `status`, `check` and `group`; None when
-        either side has no sketch."""
-        winner = self.winners.get(gid)
-        wp = self.pages.get(winner) if winner is not None else None
-        if signature is None or wp is None or wp.signature is None:
-            return None
-        return float((signature == wp.signature).mean())
+        """Estimated resemblance of a sketch to group `gid`'s winner (`reads`)."""
+        return reads.resemblance_to_winner(self.state, signature, gid)
 
     def check(self, text: str | None = None, html: str | bytes | None = None) -> dict[str, Any]:
         """Which stored group a text (or the visible text of an HTML document) would join,
@@ -768,48 +708,10 @@ class ServiceIndex:
         update = PageUpdate("check:", text=text, html=html)
         sk = prepare_batch([update], self.settings, self.options.dims).sketches["check:"]
         with self.lock:
-            matches = [
-                {"url": url, "group_id": self.pages[url].group_id, "resemblance": sim}
-                for url, sim in self._neighbours(sk)
-            ]
-            matches.sort(key=lambda m: (-m["resemblance"], m["url"]))
-            best = matches[0] if matches else None
-            gid = best["group_id"] if best else None
-            return {
-                "is_duplicate": best is not None,
-                "group_id": gid,
-                "winner_url": self.winners.get(gid) if gid is not None else None,
-                "resemblance": (
-                    self.resemblance_to_winner(sk.signature, gid) if gid is not None else None
-                ),
-                "matches": matches[:10],
-                "length": sk.n_tokens,
-            }
-
-    def _neighbours(self, sk: PageSketch) -> list[tuple[str, float]]:
-        """Stored pages resembling a sketch by at least τ, with the resemblance: through the
-        scan's band index ("bands") or tier 2's row store ("lengths", "lsh")."""
-        if not enough_words(sk.n_tokens, sk.n_shingles, self.settings.min_tokens):
-            return []  # a text the scan would not compare (no shingle, too few words)
-        if self.options.tier2 == "bands":
-            url = self.pages.url_at
-            return [(url(s), sim) for s, sim in self.scan_graph.similar(sk.signature)]
-        found = self.store_rows.many_to_all(sk.signature[None, :], sk.lengths[None, :])
-        out = []
-        for row, sim in zip(found.row.tolist(), found.resemblance.tolist(), strict=True):
-            url = self.store_rows.urls[row]
-            assert url is not None
-            out.append((url, sim))
-        return out
+            return reads.matches(self.state, sk)
 
     def counts(self) -> dict[str, int]:
-        live, redirects = self.pages.counts()
-        return {
-            "pages": live,
-            "redirects": redirects,
-            "groups": len(self.groups),
-            "duplicate_groups": self.groups.count(2),
-        }
+        return reads.counts(self.state)
 
     # ---------------------------------------------------------------- updates
 
