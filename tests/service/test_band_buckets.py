@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.index.files import band_save
-from neardup.index.files.store import read_arrays, write_arrays
+from neardup.index.files.saves import read_arrays, write_arrays
 from neardup.index.state.band_buckets import BandBuckets
 from neardup.index.state.found import Found
 

@@ -21,15 +21,8 @@ from crawl_texts import near_copies
 from typer.testing import CliRunner
 
 from neardup.cli.main import app as cli_app
-from neardup.index.files.store import (
-    GRAPH_PREFIX,
-    LEGACY_DB,
-    MANIFEST,
-    SEG_PREFIX,
-    merge_plan,
-    read_manifest,
-    read_state,
-)
+from neardup.index.files.segments import merge_plan, read_state
+from neardup.index.files.store import GRAPH_PREFIX, LEGACY_DB, MANIFEST, SEG_PREFIX, read_manifest
 from neardup.service import IndexBusy, PageUpdate, ServiceError, ServiceIndex, open_index
 from neardup.store.outputs import write_marker
 
@@ -421,7 +414,7 @@ def test_newest_row_of_a_page_by_slot_is_the_one_by_url(seed):
     """Segments stacked oldest first, a page rewritten in some of them: the newest row of
     each page found by its slot (one integer sort) is the one found by its URL, and the
     merged signatures are that row's."""
-    from neardup.index.files.store import merged
+    from neardup.index.files.segments import merged
 
     segs = _segments(np.random.default_rng(seed), with_slots=True)
     got = merged(segs, drop_deleted=False)
@@ -444,7 +437,7 @@ def test_a_merge_written_block_by_block_is_the_segments_merged(
     rows at a time) writes what `merged` makes of the same segments in memory (itself
     checked against a plain newest-by-URL above), rows by slot or, for an older neardup's
     rows without one, by URL; deleted groups dropped or kept."""
-    from neardup.index.files import store as layout
+    from neardup.index.files import segments as layout
 
     monkeypatch.setattr(layout, "_BLOCK", 7)
     names = []
@@ -468,7 +461,7 @@ def test_a_merge_written_block_by_block_is_the_segments_merged(
 def test_arrays_written_in_blocks_read_back_as_written(tmp_path):
     """`RowBlocks` files are the `.npy` files of the whole arrays; a block of the wrong
     width or rows that do not add up to the shape are refused."""
-    from neardup.index.files.store import read_arrays, write_arrays
+    from neardup.index.files.saves import read_arrays, write_arrays
     from neardup.index.state.arrays import RowBlocks
 
     rng = np.random.default_rng(0)
@@ -499,7 +492,8 @@ def test_patched_rows_are_the_source_with_the_changed_rows_put_in(
     rows where unchanged, the changed and new rows from memory, zeros after; by the kernel's
     file-to-file copy or, where the file system has none, through the process."""
     import neardup.index.files.store as layout_module
-    from neardup.index.files.store import part_file, write_arrays
+    from neardup.index.files.saves import write_arrays
+    from neardup.index.files.store import part_file
     from neardup.index.state.arrays import PatchedRows
 
     rng = np.random.default_rng(1)

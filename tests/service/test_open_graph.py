@@ -18,6 +18,7 @@ from crawl_texts import near_copies
 import neardup.index.service_index as index_module
 from neardup.config import Settings
 from neardup.index.files import band_save
+from neardup.index.files.saves import write_arrays
 from neardup.index.files.segment_rows import TX_MARKER
 from neardup.index.files.store import (
     GRAPH_PREFIX,
@@ -26,7 +27,6 @@ from neardup.index.files.store import (
     commit,
     graph_name,
     read_manifest,
-    write_arrays,
 )
 from neardup.index.state.scangraph import ScanGraph
 from neardup.service import PageUpdate, ServiceError, ServiceIndex

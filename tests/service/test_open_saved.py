@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from crawl_texts import near_copies
 
+import neardup.index.files.saves as saves_module
 import neardup.index.files.store as layout_module
 import neardup.index.service_index as index_module
 from neardup.config import Settings
@@ -83,7 +84,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
     monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 30 if changes else 20)
     monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
     monkeypatch.setattr(index_module, "CHANGES_AT_CLOSE_PAGES", 0 if changes else 10**9)
-    monkeypatch.setattr(layout_module, "PART_ROWS", part_rows)
+    monkeypatch.setattr(saves_module, "PART_ROWS", part_rows)
     linked: list[str] = []
     real_link = layout_module.os.link
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from neardup.index.files.saved_search import score_saved, search_saved
-from neardup.index.files.store import write_arrays
+from neardup.index.files.saves import write_arrays
 from neardup.index.state.arrays import PatchedRows
 from neardup.index.state.found import Found, PairsToScore, hits
 

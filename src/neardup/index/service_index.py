@@ -49,11 +49,13 @@ from neardup.index.files.graph_changes import (
     slot_changes_into,
     take_changes,
 )
+from neardup.index.files.saves import read_arrays, write_arrays, write_segment
 from neardup.index.files.segment_rows import (
     SERVICE_KIND,
     invariant_errors,
     segment_rows,
 )
+from neardup.index.files.segments import merge_plan, read_committed, write_merged
 from neardup.index.files.store import (
     GRAPH_PREFIX,
     GROUP_SCHEMA,
@@ -61,22 +63,16 @@ from neardup.index.files.store import (
     PAGE_SCHEMA,
     Manifest,
     Segment,
-    WriterLock,
     commit,
     empty_segment,
     graph_name,
     has_index,
     legacy_rows,
-    merge_plan,
-    read_arrays,
-    read_committed,
     read_manifest,
     remove_leftovers,
     segment_name,
-    write_arrays,
-    write_merged,
-    write_segment,
 )
+from neardup.index.files.writer_lock import WriterLock
 from neardup.index.state import reads
 from neardup.index.state.apply_batch import compute_batch
 from neardup.index.state.found import Found

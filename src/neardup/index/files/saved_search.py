@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.index.files.store import read_arrays
+from neardup.index.files.saves import read_arrays
 from neardup.index.state.arrays import parted_rows
 from neardup.index.state.found import PairsToScore, node_keys
 from neardup.kernels.lsh import key_hits

@@ -39,34 +39,29 @@ Spark engine and DuckDB read without a translation step, as they read a scan's r
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
-import mmap
 import os
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.index.files.npy_files import header, write_header
 from neardup.index.state.arrays import (
     FilledInPlace,
     PatchedRows,
     RowBlocks,
     Stacked,
-    rows_read,
 )
 from neardup.index.state.updates import ServiceError
 
 if sys.platform != "win32":
-    import fcntl
+    pass
 
 MANIFEST = "manifest.json"
 LOCK_NAME = "writer.lock"
@@ -130,9 +125,6 @@ class Segment:
     groups: pa.Table
 
 
-# Rows of a partition of the saved sketches and length vectors (32 MB of 128-value
-# sketches): a save links a partition whose rows did not change since the save before.
-PART_ROWS = 1 << 16
 PARTED = ("page_sigs", "page_lens")  # the matrices saved in partitions (`PatchedRows`)
 
 
@@ -223,90 +215,6 @@ def _fsync_dir(folder: Path) -> None:
 # ------------------------------------------------------------------ segments
 
 
-def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> None:
-    """Write a segment folder completely (under a temporary name, then renamed)."""
-    matrices = [("signatures", seg.signatures), ("dim_lengths", seg.dim_lengths)]
-    _write_segment(store, name, [seg.pages], matrices, seg.groups, hook)
-
-
-def write_merged(store: Path, name: str, names: list[str], drop_deleted: bool) -> int:
-    """The segments `names` merged (`merged`) and written as segment `name`, a block of
-    rows at a time: the newest row of each page found from the slot column alone, the page
-    rows then read from each segment's file batch by batch and filtered, the matrices' rows
-    read from their files (not their maps, so what was read is not left resident). A merge
-    of a million pages held all their rows and their half a gigabyte of sketches once more.
-    Returns its page rows."""
-    if len(names) == 1:
-        seg = read_segment(store, names[0])
-        write_segment(store, name, merged([seg], drop_deleted))
-        return seg.pages.num_rows
-    files = [store / n / "pages.parquet" for n in names]
-    keys = pa.concat_tables([_read_parquet(f, PAGE_SCHEMA, ("slot",)) for f in files])
-    if keys.column("slot").null_count:  # an older neardup's rows: by URL
-        keys = pa.concat_tables([_read_parquet(f, PAGE_SCHEMA, ("slot", "url")) for f in files])
-    keep = np.zeros(keys.num_rows, bool)
-    keep[_newest_pages(keys)] = True
-    rows = np.flatnonzero(keep)
-    del keys
-    group_rows = [_read_parquet(store / n / "groups.parquet", GROUP_SCHEMA) for n in names]
-    groups = _newest_groups(pa.concat_tables(group_rows), drop_deleted)
-    del group_rows
-    sigs = [np.load(store / n / "signatures.npy", mmap_mode="r") for n in names]
-    lens = [np.load(store / n / "dim_lengths.npy", mmap_mode="r") for n in names]
-    blocks = RowBlocks(
-        {
-            "signatures": ((rows.size, sigs[0].shape[1]), sigs[0].dtype),
-            "dim_lengths": ((rows.size, lens[0].shape[1]), lens[0].dtype),
-        },
-        (
-            (_gather(sigs, rows[lo : lo + _BLOCK]), _gather(lens, rows[lo : lo + _BLOCK]))
-            for lo in range(0, rows.size, _BLOCK)
-        ),
-    )
-    _write_segment(store, name, _kept_rows(files, keep), [blocks], groups)
-    return int(rows.size)
-
-
-def _kept_rows(files: list[Path], keep: np.ndarray) -> Iterator[pa.Table]:
-    """The rows of Parquet files read one after the other where `keep` (over all their
-    rows, in file order) says so, a batch at a time."""
-    at = 0
-    for path in files:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=_BLOCK):
-            part = _conform(pa.Table.from_batches([batch]), PAGE_SCHEMA)
-            yield part.filter(pa.array(keep[at : at + part.num_rows]))
-            at += part.num_rows
-
-
-_BLOCK = 65_536  # rows of a segment's matrices gathered at a time by a merge
-
-
-def _write_segment(
-    store: Path,
-    name: str,
-    pages: Iterable[pa.Table],
-    matrices: Arrays,
-    groups: pa.Table,
-    hook: bool = False,
-) -> None:
-    """A segment folder from its page rows (in blocks), matrices and group rows."""
-    final = store / name
-    tmp = store / f"{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    with pq.ParquetWriter(tmp / "pages.parquet", PAGE_SCHEMA, compression="snappy") as out:
-        for block in pages:
-            out.write_table(block.cast(PAGE_SCHEMA))
-    _save_all(tmp, matrices)
-    delay = os.environ.get(SLEEP_HOOK) if hook else None
-    if delay:
-        print(TX_MARKER, flush=True)
-        print(TX_MARKER, file=sys.stderr, flush=True)
-        time.sleep(float(delay))
-    pq.write_table(groups, tmp / "groups.parquet", compression="snappy")
-    _flush_and_rename(tmp, final)
-
-
 def _flush_and_rename(tmp: Path, final: Path) -> None:
     """A folder written completely under `tmp`: each file flushed, then the folder renamed
     to `final` (made durable by the next commit's flush of the store's folder)."""
@@ -355,171 +263,6 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table.select(schema.names).cast(schema)
 
 
-def merged(segs: list[Segment], drop_deleted: bool) -> Segment:
-    """Segments read as one, the newest row of each page and group winning; deleted groups
-    are dropped when `drop_deleted` (the merge reaches the oldest segment)."""
-    if len(segs) == 1:  # a segment holds each page and group once
-        one = segs[0]
-        if drop_deleted:
-            one.groups = one.groups.filter(one.groups.column("winner_url").is_valid())
-        return one
-    pages = pa.concat_tables([s.pages for s in segs])
-    groups = _newest_groups(pa.concat_tables([s.groups for s in segs]), drop_deleted)
-    rows = np.sort(_newest_pages(pages))  # in segment order (a page table reads by slot)
-    if pages.column("slot").null_count:  # an older neardup's rows (by URL): one copy
-        sigs = _gather([s.signatures for s in segs], rows)
-        lens = _gather([s.dim_lengths for s in segs], rows)
-        return Segment(_picked(pages, rows), sigs, lens, groups)
-    return Segment(
-        _picked(pages, rows),
-        Stacked([_plain(s.signatures) for s in segs], rows),
-        Stacked([_plain(s.dim_lengths) for s in segs], rows),
-        groups,
-    )
-
-
-def _picked(table: pa.Table, rows: np.ndarray) -> pa.Table:
-    """Rows `rows` (ascending) of `table`: a filter, which Arrow does in one pass over
-    each chunk (a take of the same rows across chunks took 0.01 to 0.4 s a million)."""
-    keep = np.zeros(table.num_rows, bool)
-    keep[rows] = True
-    return table.filter(pa.array(keep))
-
-
-def _plain(m: np.ndarray | Stacked) -> np.ndarray:
-    """A segment's matrix as read (`read_segment`: never `Stacked`)."""
-    assert isinstance(m, np.ndarray)
-    return m
-
-
-def _newest_groups(groups: pa.Table, drop_deleted: bool) -> pa.Table:
-    """The last row of each group (rows in segment order), deleted groups out when
-    `drop_deleted`."""
-    grows = np.sort(_last_of(groups.column("group_id").to_numpy()))
-    if drop_deleted:
-        alive = groups.column("winner_url").is_valid().to_numpy(False)[grows]
-        grows = grows[alive]
-    return _picked(groups, grows)
-
-
-def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """Rows `rows` (ascending, numbered across `parts`) of the stacked matrices, read from
-    each part in turn without stacking them first, `_BLOCK` rows at a time. A part mapped
-    read-only (a merge's, `write_merged`) is read from its file, the span of a block's rows
-    at once (a merge keeps most rows, in order), so that a long-lived writer is not left
-    holding what it read in the maps; a copy-on-write map (opening's, `read_segment`) is
-    read through the map, one copy fewer, and dropped once the index is open."""
-    starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])])
-    out = np.empty((rows.size, parts[0].shape[1]), dtype=parts[0].dtype)
-    for lo in range(0, rows.size, _BLOCK):
-        block = rows[lo : lo + _BLOCK]
-        cuts = np.searchsorted(block, starts)
-        for i, part in enumerate(parts):
-            a, b = int(cuts[i]), int(cuts[i + 1])
-            if b > a:
-                at = block[a:b] - starts[i]
-                first = int(at[0])
-                out[lo + a : lo + b] = _span(part, first, int(at[-1]) + 1)[at - first]
-    return out
-
-
-def _span(part: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo .. hi-1 of a matrix; of a file's read-only map, read from the file."""
-    # Only a whole file's map: a slice of a `np.memmap` keeps the map's offset, not its own.
-    if (
-        isinstance(part, np.memmap)
-        and part.mode == "r"
-        and isinstance(part.base, mmap.mmap)
-        and part.filename
-    ):
-        width = part.shape[1]
-        offset = part.offset + lo * width * part.dtype.itemsize
-        got = np.fromfile(part.filename, part.dtype, (hi - lo) * width, offset=offset)
-        return got.reshape(hi - lo, width)
-    return part[lo:hi]
-
-
-def _newest_pages(pages: pa.Table) -> np.ndarray:
-    """The position of the last row of each page in `pages` (rows in segment order): by its
-    slot, which a page keeps for good (one sort of integers), or by URL for the rows of an
-    older neardup that have none (a hash aggregation over strings, several times slower)."""
-    slots = pages.column("slot")
-    if slots.null_count or not pages.num_rows:
-        at = pa.array(np.arange(pages.num_rows, dtype=np.int64))
-        return _newest(pages.append_column("_row", at), "url")
-    return _last_of(slots.to_numpy())
-
-
-def _last_of(ids: np.ndarray) -> np.ndarray:
-    """The position of the last occurrence of each id in `ids`, in the ids' order (one
-    stable sort of integers; Arrow's hash aggregation took twice as long)."""
-    order = np.argsort(ids, kind="stable")  # one id's rows stay in segment order
-    ordered = ids[order]
-    last = np.ones(ordered.size, bool)
-    last[:-1] = ordered[1:] != ordered[:-1]
-    return order[last]
-
-
-def _newest(table: pa.Table, key: str) -> np.ndarray:
-    """The position of the last row of each `key` in `table` (its `_row` column)."""
-    last = table.group_by(key, use_threads=False).aggregate([("_row", "max")])
-    return last.column("_row_max").to_numpy()
-
-
-def read_state(store: Path, manifest: Manifest, after: int | None = None) -> Segment:
-    """The committed state of `manifest`: every page and group once, deleted groups out.
-    With `after` (a saved index's version, `ServiceIndex`), only what was written since:
-    the segments that may hold a row newer than it, and of those only the page rows of a
-    later version; their group rows all, deletions included (a group row written before
-    `after` is the state the saved index holds already)."""
-    names = manifest.segments
-    if after is not None:
-        names = [name for name in names if segment_version(name) > after]
-    segs = [read_segment(store, name) for name in names]
-    if not segs:
-        return empty_segment(
-            int(manifest.meta.get("num_perm", 0)), int(manifest.meta.get("dims", 1))
-        )
-    state = merged(segs, drop_deleted=after is None)
-    if after is None:
-        return state
-    version = state.pages.column("version").fill_null(0).to_numpy()
-    newer = np.flatnonzero(version > after)
-    if newer.size == version.size:
-        return state
-    return Segment(
-        _picked(state.pages, newer),
-        rows_read(state.signatures, newer),
-        rows_read(state.dim_lengths, newer),
-        state.groups,
-    )
-
-
-T = TypeVar("T")  # what a reader reads of a version beside its state (`read_committed`)
-
-
-def read_committed(
-    store: Path,
-    fallback: Manifest,
-    also: Callable[[Manifest, Segment], T] | None = None,
-    after: Callable[[Manifest], int | None] | None = None,
-) -> tuple[Manifest, Segment, T | None]:
-    """The last committed version, its state, and what `also(manifest, state)` reads of the
-    version's other files (None without it). A writer may commit a merge (or save a graph)
-    and delete the files it replaced between our reading the manifest and its files; then
-    the newer manifest is read (a reader never takes the writer's lock), also when `also`
-    raises FileNotFoundError. `fallback` stands for a store with none yet. With `after`,
-    the state is only what was written after the version it names (`read_state`)."""
-    for _ in range(100):
-        manifest = read_manifest(store) or fallback
-        try:
-            state = read_state(store, manifest, after(manifest) if after is not None else None)
-            return manifest, state, also(manifest, state) if also is not None else None
-        except FileNotFoundError:
-            time.sleep(0.01)
-    raise ServiceError(f"{store}: its files keep changing under this reader; try again")
-
-
 def empty_segment(num_perm: int, dims: int) -> Segment:
     return Segment(
         PAGE_SCHEMA.empty_table(),
@@ -527,34 +270,6 @@ def empty_segment(num_perm: int, dims: int) -> Segment:
         np.zeros((0, dims), np.int32),
         GROUP_SCHEMA.empty_table(),
     )
-
-
-FANOUT = 4  # segments of one size class merged at a time
-
-
-def merge_plan(rows: list[int]) -> int:
-    """How many of the newest segments to merge into one after a batch (0 or >= 2).
-
-    Tiered, as log-structured stores do: segments fall into size classes (powers of
-    `FANOUT`); once the newest `FANOUT` segments are of one class they are merged, and the
-    result may complete a run of the next class, merged in the same step. A store of n rows
-    written in batches of b thus holds at most about (FANOUT - 1) log_FANOUT(n / b) segments,
-    and a row is rewritten about log_FANOUT(n / b) times."""
-    sizes = list(rows)
-    k = 0
-    while True:
-        cls = _size_class(sizes[-1]) if sizes else 0
-        run = 0
-        while run < len(sizes) and _size_class(sizes[-1 - run]) <= cls:
-            run += 1
-        if run < FANOUT:
-            return k
-        k = run if k == 0 else k + run - 1  # the merged one stands for k segments
-        sizes[-run:] = [sum(sizes[-run:])]
-
-
-def _size_class(rows: int) -> int:
-    return int(np.log(max(rows, 1)) / np.log(FANOUT))
 
 
 def remove_leftovers(store: Path, manifest: Manifest | None) -> None:
@@ -585,235 +300,10 @@ def segment_version(name: str) -> int:
     return int(name[len(SEG_PREFIX) :].split("-")[0])
 
 
-# ------------------------------------------------------------------ the scan graph's arrays
-
-
 def graph_name(manifest: Manifest | None) -> str | None:
     """The graph folder the manifest names (None: it names none)."""
     got = manifest.meta.get("graph") if manifest is not None else None
     return None if got is None else str(got["name"])
-
-
-def write_arrays(store: Path, name: str, arrays: Arrays, hook: bool = False) -> None:
-    """A folder of `.npy` files written completely (under a temporary name, flushed, then
-    renamed); it counts only once a manifest committed after it names it. `arrays` yields
-    (file name, array) pairs or `RowBlocks`, each written before the next is made."""
-    final = store / name
-    tmp = store / f"{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(final, ignore_errors=True)  # a leftover of a killed writer
-    tmp.mkdir()
-    _save_all(tmp, arrays)
-    _flush_and_rename(tmp, final)
-    delay = os.environ.get(GRAPH_SLEEP_HOOK) if hook else None
-    if delay:
-        print(TX_MARKER, flush=True)
-        time.sleep(float(delay))
-
-
-def _save_all(folder: Path, arrays: Arrays) -> None:
-    for item in arrays:
-        if isinstance(item, RowBlocks):
-            _save_blocks(folder, item)
-        elif isinstance(item, PatchedRows):
-            _save_patched(folder, item)
-        elif isinstance(item, FilledInPlace):
-            for key, (shape, dtype) in item.specs.items():
-                with open(folder / f"{key}.npy", "wb") as fh:
-                    start = write_header(fh, dtype, shape)
-                    fh.truncate(start + int(np.prod(shape)) * np.dtype(dtype).itemsize)
-            item.fill(folder)
-        else:
-            _save_npy(folder / f"{item[0]}.npy", item[1])
-
-
-_PATCH_BLOCK = 8192  # rows read and written at a time
-
-
-def _save_patched(folder: Path, m: PatchedRows) -> None:
-    """The files of `m` (see `PatchedRows`), a partition at a time."""
-    dtype = np.dtype(m.dtype)
-    row_bytes = m.width * dtype.itemsize
-    kept = min(m.source_rows, m.filled) if m.source is not None else 0
-    before = _parts(m.source, m.name) if kept and m.source is not None else []
-    headers = [header(p) for p in before]  # (rows, where its data starts) of each
-    starts = np.cumsum([0, *(rows for rows, _ in headers)]).tolist()  # first rows, the end
-    part_rows = m.part_rows or PART_ROWS
-    for i, lo in enumerate(range(0, m.rows, part_rows) or [0]):  # (no row: one empty)
-        hi = min(lo + part_rows, m.rows)
-        copy_hi = max(lo, min(hi, kept))  # rows lo .. copy_hi - 1 come from the save before
-        changed = m.changed[(m.changed >= lo) & (m.changed < copy_hi)]
-        slots = np.concatenate([changed, np.arange(max(lo, kept), min(hi, m.filled))])
-        path = part_file(folder, m.name, i)
-        if copy_hi == hi and not slots.size and lo in starts and hi in starts:
-            j = starts.index(lo)
-            if starts[j + 1] == hi:  # the same rows, unchanged: the same file
-                with contextlib.suppress(OSError):  # (no links here: copied below)
-                    os.link(before[j], path)
-                    continue
-        with open(path, "wb") as fh:
-            start = write_header(fh, dtype, (hi - lo, m.width))
-            for j, source in enumerate(before):  # the rows lo .. copy_hi - 1 it holds
-                a, b = max(lo, starts[j]), min(copy_hi, starts[j + 1])
-                if a >= b:
-                    continue
-                with open(source, "rb") as src:
-                    at = headers[j][1] + (a - starts[j]) * row_bytes
-                    _copy_range(
-                        src.fileno(),
-                        at,
-                        fh.fileno(),
-                        start + (a - lo) * row_bytes,
-                        (b - a) * row_bytes,
-                    )
-            for a in range(0, slots.size, _PATCH_BLOCK):
-                block = slots[a : a + _PATCH_BLOCK]
-                got = np.ascontiguousarray(m.read(block), dtype)
-                cuts = [0, *(np.flatnonzero(np.diff(block) != 1) + 1).tolist(), block.size]
-                for x, y in itertools.pairwise(cuts):  # a run of slots: one write
-                    offset = start + int(block[x] - lo) * row_bytes
-                    os.pwrite(fh.fileno(), got[x:y].tobytes(), offset)
-            fh.truncate(start + (hi - lo) * row_bytes)  # rows after `filled`: zeros (a hole)
-
-
-def _copy_range(src: int, src_at: int, dst: int, dst_at: int, size: int) -> None:
-    """`size` bytes from one file to another, by the kernel where it can."""
-    while size > 0:
-        try:
-            done = os.copy_file_range(src, dst, size, src_at, dst_at)
-        except OSError:  # a file system that does not offer it: through this process
-            done = len(data := os.pread(src, min(size, 1 << 24), src_at))
-            os.pwrite(dst, data, dst_at)
-        if done <= 0:
-            raise OSError("the saved file is shorter than its header says")
-        src_at, dst_at, size = src_at + done, dst_at + done, size - done
-
-
-def _save_blocks(folder: Path, rows: RowBlocks) -> None:
-    """The files of `rows`: each `.npy` header, then the blocks' bytes in order (a C-order
-    array is its first axis' blocks one after the other); the rows written must add up to
-    each shape's first axis."""
-    with contextlib.ExitStack() as stack:
-        files = []
-        for key, (shape, dtype) in rows.specs.items():
-            fh = stack.enter_context(open(folder / f"{key}.npy", "wb"))
-            write_header(fh, dtype, shape)
-            files.append((fh, shape, np.dtype(dtype)))
-        written = [0] * len(files)
-        for blocks in rows.blocks:
-            for i, ((fh, shape, dtype), block) in enumerate(zip(files, blocks, strict=True)):
-                if block.shape[1:] != tuple(shape[1:]):
-                    raise ValueError(f"a block of {block.shape} for an array of {shape}")
-                fh.write(np.ascontiguousarray(block, dtype).tobytes())
-                written[i] += block.shape[0]
-        for (_, shape, _), n in zip(files, written, strict=True):
-            if n != shape[0]:
-                raise ValueError(f"{n} rows written of an array of {shape}")
-
-
-def read_arrays(
-    store: Path, name: str, names: tuple[str, ...], writable: bool = False
-) -> dict[str, Any]:
-    """The `.npy` files `names` of a folder, memory-mapped read-only (`writable`:
-    copy-on-write, what is changed goes to private pages, never to the file): opening reads
-    none of them, and a mapping outlives the folder's removal by a writer that replaced it
-    (a folder removed before it was mapped raises FileNotFoundError). A map a name, or for
-    a matrix saved in partitions (`PARTED`) the list of its partitions' maps, in order."""
-    folder = store / name
-    mode: Any = "c" if writable else "r"
-
-    def mapped(path: Path) -> np.ndarray:
-        # Plain array views of the maps: a `np.memmap` slice is a new memmap object each
-        # time, several times slower to make than a view, and lookups slice them a lot.
-        return np.load(path, mmap_mode=mode).view(np.ndarray)
-
-    return {
-        k: [mapped(p) for p in _parts(folder, k)] if k in PARTED else mapped(folder / f"{k}.npy")
-        for k in names
-    }
-
-
-# ------------------------------------------------------------------ the writer lock
-
-
-class WriterLock:
-    """The store's one writer: an exclusive lock on `writer.lock` (`flock`; on Windows a
-    byte range past the text), which holds the holder's PID and command line so that a
-    refused writer can say who holds it. The kernel drops the lock when its process ends,
-    however it ends: a killed writer never leaves a stale lock."""
-
-    def __init__(self, store: Path, wait: bool = False) -> None:
-        self.path = store / LOCK_NAME
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        if not _lock(self.fd, wait):
-            holder = self.holder()
-            os.close(self.fd)
-            raise IndexBusy(
-                f"{store} is being written by {holder}; send pages to that process "
-                "(a running `neardup serve` takes POST /pages), wait for it (--wait), "
-                "or open the index read-only"
-            )
-        os.ftruncate(self.fd, 0)
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        os.write(self.fd, json.dumps({"pid": os.getpid(), "command": _command()}).encode())
-
-    def holder(self) -> str:
-        """The holder as `PID n (command)`, from the lock file."""
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8") or "{}")
-            return f"PID {raw['pid']} ({raw['command']})"
-        except (OSError, ValueError, KeyError):
-            return "another process"
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.ftruncate(self.fd, 0)
-            _unlock(self.fd)
-            os.close(self.fd)
-            self.fd = -1
-
-
-_WIN_LOCK_AT = 1 << 20  # the byte Windows locks: past any holder text, which stays readable
-
-
-def _lock(fd: int, wait: bool) -> bool:
-    """Take the exclusive lock on `fd`; False when another process holds it and not `wait`."""
-    if sys.platform == "win32":
-        import msvcrt
-
-        while True:
-            os.lseek(fd, _WIN_LOCK_AT, os.SEEK_SET)
-            try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-                return True
-            except OSError:
-                if not wait:
-                    return False
-                time.sleep(0.2)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _unlock(fd: int) -> None:
-    if sys.platform == "win32":
-        import msvcrt
-
-        os.lseek(fd, _WIN_LOCK_AT, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-def _command() -> str:
-    try:
-        raw = Path(f"/proc/{os.getpid()}/cmdline").read_bytes()
-        words = [w.decode("utf-8", "replace") for w in raw.split(b"\0") if w]
-    except OSError:
-        words = list(sys.argv)
-    return " ".join(words)[:300]
 
 
 # ------------------------------------------------------------------ the old layout
