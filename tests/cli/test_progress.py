@@ -14,6 +14,7 @@ import neardup
 from neardup.cli import progress as cli_progress
 from neardup.cli.main import app
 from neardup.cli.progress import RichProgress, show_progress
+from neardup.ingest.input_ranges import RANGE_BYTES_VARIABLE
 
 
 class Recorder:
@@ -34,7 +35,12 @@ class Recorder:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_reading_counts_the_bytes_of_the_inputs(demo_crawl, tmp_path: Path, workers: int) -> None:
+def test_reading_counts_the_bytes_of_the_inputs(
+    demo_crawl, tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bar moves as each range of the input is done (`ingest/input_ranges.py`); ranges
+    of 50 kB here, so that it moves within each file of the small demo crawl."""
+    monkeypatch.setenv(RANGE_BYTES_VARIABLE, "50000")
     recorder = Recorder()
     inputs = [*demo_crawl.warc_paths]
     neardup.scan(inputs, tmp_path / "run", workers=workers, progress=recorder)
