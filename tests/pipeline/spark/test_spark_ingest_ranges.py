@@ -6,12 +6,15 @@ and the tasks run."""
 from __future__ import annotations
 
 import json
+import os
+from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
 
 from neardup.config import Settings
-from neardup.ingest.input_ranges import RANGE_BYTES_VARIABLE, InputRange
+from neardup.ingest.input_ranges import RANGE_BYTES_VARIABLE, InputRange, plan_ranges, range_bytes
+from neardup.ingest.readers import expand_inputs
 from neardup.pipeline.executors.spark.ingest import ingest_range
 from neardup.pipeline.executors.spark.ingest_ranges import (
     RangeCount,
@@ -114,3 +117,18 @@ def test_range_shifts_count_ids_across_files_and_lines_within_one():
     ]
     with pytest.raises(RuntimeError, match="5 ingest counts for 6 ranges"):
         range_shifts(ranges, counts[:5])
+
+
+def test_spark_takes_the_embedded_engines_ranges_for_as_many_workers_as_cores(
+    tmp_path, monkeypatch
+):
+    """Without a target set, a file too small for 32 MB ranges is still cut for the
+    session's cores as the embedded engine cuts it for as many workers (`range_bytes`):
+    the same ranges, so both engines' tasks are alike."""
+    monkeypatch.delenv(RANGE_BYTES_VARIABLE, raising=False)
+    src = str(_jsonl(tmp_path / "a.jsonl", 12_000))  # about 5 MB
+    session = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=2))
+    ranges = plan_tasks(session, [src])
+    items = expand_inputs([src])
+    assert ranges == plan_ranges(items, range_bytes(os.path.getsize(src), workers=2))
+    assert len(ranges) >= 4 and {r.cut for r in ranges} == {"lines"}

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neardup.ingest.input_ranges import InputRange, plan_ranges
+from neardup.ingest.input_ranges import InputRange, plan_ranges, range_bytes
+from neardup.ingest.input_sizes import local_size
 
 RANGE_IDX = "range_idx"  # the column that names a work file's range, in range order
 # The kind of a file that Spark's `binaryFile` source reads for its task (its listing names
@@ -56,17 +57,23 @@ class RangeShift:
 
 
 def plan_tasks(spark: Any, inputs: list[str]) -> list[InputRange]:
-    """The ingest's ranges in input order: a local input cut by `plan_ranges`, each file
-    that a URI (or its glob) lists through Spark's file listing, sorted, whole."""
+    """The ingest's ranges in input order: a local input cut by `plan_ranges`, with the
+    target the embedded engine takes for as many workers as Spark has cores
+    (`range_bytes`), each file that a URI (or its glob) lists through Spark's file
+    listing, sorted, whole."""
     from neardup.ingest.readers import expand_inputs
 
+    local = {p: expand_inputs([p]) for p in inputs if "://" not in p}
+    total = sum(local_size(path) for items in local.values() for path, _ in items)
+    cores = int(spark.sparkContext.defaultParallelism) if spark is not None else 1
+    target = range_bytes(total, cores)
     ranges: list[InputRange] = []
     for path in inputs:
-        if "://" in path:
+        if path in local:
+            ranges.extend(plan_ranges(local[path], target))
+        else:
             listed = spark.read.format("binaryFile").load(path).select("path").collect()
             ranges.extend(InputRange(p, BINARY_FILE) for p in sorted(r["path"] for r in listed))
-        else:
-            ranges.extend(plan_ranges(expand_inputs([path])))
     if not ranges:
         raise ValueError("no input files found")
     return ranges
