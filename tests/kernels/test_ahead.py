@@ -259,7 +259,10 @@ def test_a_scans_workers_run_large_batches_ahead_with_the_jits_tables(built, tmp
         lines = done.stderr.splitlines()
         imported = [ln.rsplit("|", 1)[-1].strip() for ln in lines if "import time:" in ln]
         assert imported.count("neardup.kernels.jit") >= 3  # this process and both workers
-        assert imported.count("numba") == (0 if name == "ahead" else 3), name
+        # On the JIT every process that runs a kernel starts it: the ingest's two workers
+        # and the near stage's (a fresh pool, `steps/near_parts.py`); compiled ahead, none.
+        numba = imported.count("numba")
+        assert (numba == 0) if name == "ahead" else (3 <= numba <= 5), (name, numba)
     assert tables_differ(tmp_path / "ahead", tmp_path / "jit") == []
 
 
