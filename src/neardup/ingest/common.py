@@ -35,7 +35,7 @@ _ARC_DATE = re.compile(r"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$")
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _HTML_START = re.compile(
     rb"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title|meta)\b", re.I | re.S
 )
@@ -51,7 +51,7 @@ def read_head(path: str, size: int = 1 << 16) -> bytes:
         fh.seek(0)
         if magic.startswith(_GZIP_MAGIC):
             return _gunzip_head(fh.read(1 << 20), size)
-        if magic == _ZSTD_MAGIC:
+        if magic == ZSTD_MAGIC:
             return ZstdReader(fh).read(size)
         return fh.read(size)
 
@@ -267,7 +267,7 @@ def _undo_coding(body: bytes, coding: str, limit: int) -> bytes:
     if coding == "br":
         return _unbrotli(body, limit)
     if coding == "zstd":
-        if body[:4] != _ZSTD_MAGIC:
+        if body[:4] != ZSTD_MAGIC:
             return body
         return _read_all(ZstdReader(io.BytesIO(body)), limit)
     raise BodyError(f"unsupported content-encoding {coding!r}")

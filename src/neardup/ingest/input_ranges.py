@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from neardup.ingest.common import GZIP_MEMBER, read_head
+from neardup.ingest.common import GZIP_MEMBER, ZSTD_MAGIC, read_head
 from neardup.ingest.input_sizes import file_size
 from neardup.ingest.limits import safe_text
 from neardup.ingest.record import RawRecord
@@ -57,7 +57,6 @@ TASKS_PER_WORKER = 8
 RANGE_BYTES_VARIABLE = "NEARDUP_RANGE_BYTES"  # another target, for tests and measurements
 
 _WARC_LINE = b"WARC/"
-_ZSTD_FRAME = b"\x28\xb5\x2f\xfd"
 
 
 def range_bytes(total: int | None = None, workers: int = 1) -> int:
@@ -172,7 +171,7 @@ def _cuts(
         if not _warc_content(path) or not first_member_is_one_record(fd, size):
             return [0], "", "one gzip stream, not a member per record: read whole, by one worker"
         return _member_cuts(fd, size, target), "members", None
-    if head == _ZSTD_FRAME:
+    if head == ZSTD_MAGIC:
         return [0], "", "a zstd stream: read whole, by one worker"
     if not head.startswith(_WARC_LINE[:4]):
         return [0], "", None  # junk or ARC: its reader decides, once, from the start
@@ -297,13 +296,8 @@ class _Span(io.RawIOBase):
         return True
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        want = min(len(buffer), self.stop - self.pos)
-        if want <= 0:
-            return 0
-        data = os.pread(self.fd, want, self.pos)
+        data = self.read1(len(buffer))
         buffer[: len(data)] = data
-        self.pos += len(data)
-        self.newlines += data.count(b"\n")
         return len(data)
 
     def read1(self, size: int = -1) -> bytes:

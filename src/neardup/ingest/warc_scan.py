@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from fastwarc.stream_io import ZstdReader
 from fastwarc.warc import WarcRecord
 
-from neardup.ingest.common import GZIP_MEMBER
+from neardup.ingest.common import GZIP_MEMBER, ZSTD_MAGIC
 from neardup.ingest.limits import short_error
 from neardup.ingest.record import RawRecord
 from neardup.ingest.warc_framing import (
@@ -31,7 +31,6 @@ from neardup.ingest.warc_framing import (
     next_warc_member,
 )
 
-_ZSTD_FRAME = b"\x28\xb5\x2f\xfd"
 # A FastWARC record, its file, its offset and the payload cap, as one RawRecord.
 Convert = Callable[[WarcRecord, str, int, int], RawRecord]
 
@@ -69,7 +68,7 @@ class WarcScan:
         # stream and use positions in the decompressed data as offsets instead.
         self.single_stream = (
             self.gzip and not first_member_is_one_record(self.fd, self.size)
-        ) or magic == _ZSTD_FRAME
+        ) or magic == ZSTD_MAGIC
         # Each record is held back until the next one's offset tells its length.
         self.pending: RawRecord | None = None
         # The last row made up for a damaged stretch: it has no length to check.

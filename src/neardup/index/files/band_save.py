@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup.index.files.npy_files import data_start
 from neardup.index.state.arrays import BandDelta, BandWriter
+from neardup.npy_files import data_start
 
 DELTA = "band-delta"  # in the folder being saved, while its tables are written
 BAND_FILES = ("band_keys", "band_slots")

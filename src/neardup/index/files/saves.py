@@ -20,12 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.index.files.npy_files import header, write_header
 from neardup.index.state.arrays import (
     FilledInPlace,
     PatchedRows,
     RowBlocks,
 )
+from neardup.npy_files import header, write_header
 
 if sys.platform != "win32":
     pass

@@ -43,6 +43,7 @@ from neardup.ingest.record import RawRecord
 from neardup.ingest.remote import STDIN, is_remote
 from neardup.ingest.tables import LineBlock
 from neardup.kernels import SIGNATURE_DTYPE, SketchBatch
+from neardup.npy_files import write_header
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.executors.ordered_totals import OrderedTotals, TotalsHandle
 from neardup.pipeline.steps.ingest import (
@@ -116,18 +117,7 @@ class SharedRows:
         self.dtype = np.dtype(dtype)
         self.width = width
         with open(path, "wb") as fh:
-            self._header(fh, 0)
-            self.offset = fh.tell()
-
-    def _header(self, fh: object, rows: int) -> None:
-        np.lib.format.write_array_header_1_0(
-            fh,
-            {
-                "descr": np.lib.format.dtype_to_descr(self.dtype),
-                "fortran_order": False,
-                "shape": (rows, self.width),
-            },
-        )
+            self.offset = write_header(fh, self.dtype, (0, width))
 
     @property
     def place(self) -> tuple[str, int, int]:
@@ -137,8 +127,7 @@ class SharedRows:
     def finish(self, rows: int) -> None:
         """Write the row count into the header; the file is cut to exactly those rows."""
         with open(self.path, "r+b") as fh:
-            self._header(fh, rows)
-            if fh.tell() != self.offset:
+            if write_header(fh, self.dtype, (rows, self.width)) != self.offset:
                 raise RuntimeError(f"{self.path}: the .npy header changed size")
             fh.truncate(self.offset + rows * self.dtype.itemsize * self.width)
 

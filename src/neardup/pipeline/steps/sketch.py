@@ -38,6 +38,7 @@ from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
 from neardup.kernels import SIGNATURE_DTYPE, CommonShingles, SketchBatch, sketch_arrow
 from neardup.kernels.shingles import doc_shingle_counts_arrow
+from neardup.npy_files import write_header
 from neardup.pipeline.executors.local import LocalEngine
 from neardup.pipeline.steps.staging_tables import row_groups
 
@@ -138,19 +139,7 @@ class _AppendedRows:
         self.width = width
         self.rows = 0
         self.file = open(path, "wb")  # noqa: SIM115 - closed by close()
-        self._header(0)
-        self.offset = self.file.tell()
-
-    def _header(self, rows: int) -> None:
-        self.file.seek(0)
-        np.lib.format.write_array_header_1_0(
-            self.file,
-            {
-                "descr": np.lib.format.dtype_to_descr(self.dtype),
-                "fortran_order": False,
-                "shape": (rows, self.width),
-            },
-        )
+        self.offset = write_header(self.file, self.dtype, (0, width))
 
     def append(self, values: np.ndarray) -> None:
         self.file.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
@@ -159,8 +148,8 @@ class _AppendedRows:
     def close(self) -> None:
         """Write the final row count into the header and close the file."""
         end = self.file.tell()
-        self._header(self.rows)
-        if self.file.tell() != self.offset:
+        self.file.seek(0)
+        if write_header(self.file, self.dtype, (self.rows, self.width)) != self.offset:
             raise RuntimeError(f"{self.file.name}: the .npy header changed size")
         self.file.seek(end)
         self.file.close()

@@ -1,7 +1,9 @@
-"""The header of a saved `.npy` file: read, to find where its rows are, and written, for a
-file whose rows are written afterwards by other means (copied by the kernel, written in
-place by several writers). Apart from `files/store.py` so that the executors that write parts
-of a save (`band_save.py`) import numpy alone, not the index's libraries."""
+"""The header of a `.npy` file: read, to find where its rows are, and written, for a file
+whose rows are written afterwards by other means (copied by the kernel, written in place by
+several writers, appended as they come). Below every layer and importing numpy alone: the
+index's saves (`index/files/saves.py`) and the executors that write parts of them
+(`band_save.py`), and the scan's signature matrices (`pipeline/steps/sketch.py`, the ingest's
+workers in `ingest_ranges.py`) write their headers with it."""
 
 from __future__ import annotations
 
