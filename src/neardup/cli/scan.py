@@ -97,21 +97,25 @@ def _warn_damaged(lines: list[str]) -> None:
         console.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
-def _announce(inputs: list[str], settings: Settings, ranges: bool = True) -> None:
+def _announce(
+    inputs: list[str], settings: Settings, workers: int | None, ranges: bool = True
+) -> None:
     """`-v`: the files the scan will read (globs, folders and paths files expanded, with
     their kinds) and the settings that differ from the defaults, on stderr before any work,
     so a `--sample`/`--shard` selection can be checked before it runs for hours."""
-    from neardup.ingest.input_ranges import plan_ranges
+    from neardup.ingest.input_ranges import plan_ranges, target_for
     from neardup.ingest.readers import InputError, expand_inputs
+    from neardup.pipeline.executors.local import default_workers
 
     try:
         files = expand_inputs(inputs)
     except InputError as err:
         fail(str(err))
+    target = target_for(files, workers or default_workers()) if ranges else 0
     for path, kind in files:
         how = ""
-        if ranges:  # the embedded engine's tasks (`ingest/input_ranges.py`)
-            cut = plan_ranges([(path, kind)])
+        if ranges:  # the embedded engine's tasks (`ingest/input_ranges.py`), cut as the scan cuts
+            cut = plan_ranges([(path, kind)], target)
             how = f", {len(cut)} ranges" if len(cut) > 1 else ""
             how += f"; {cut[0].whole}" if cut[0].whole else ""
         console.print(f"input: {escape(path)} ({kind}{how})", highlight=False, soft_wrap=True)
@@ -286,7 +290,7 @@ def scan_command(
         fail(str(err))
     inputs = resolve_inputs_or_fail(inputs, paths_base, sample, shard)
     if verbose:
-        _announce(inputs, settings, ranges=engine == "embedded")
+        _announce(inputs, settings, workers, ranges=engine == "embedded")
     if crawl is None:
         summary = _run_scan(
             inputs,
@@ -438,7 +442,7 @@ def dedup_command(
                 **url_patterns(include_url, exclude_url),
             )
             if verbose:
-                _announce([str(p) for p in inputs], settings)
+                _announce([str(p) for p in inputs], settings, workers)
             with RichProgress(enabled=show_progress(quiet)) as progress:
                 _, result = scan_and_deduplicate(
                     [str(p) for p in inputs],

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from neardup.ingest.common import GZIP_MEMBER, ZSTD_MAGIC, read_head
-from neardup.ingest.input_sizes import file_size
+from neardup.ingest.input_sizes import file_size, local_size
 from neardup.ingest.limits import safe_text
 from neardup.ingest.record import RawRecord
 from neardup.ingest.remote import is_remote
@@ -70,6 +70,12 @@ def range_bytes(total: int | None = None, workers: int = 1) -> int:
         return RANGE_BYTES
     share = total // max(1, workers * TASKS_PER_WORKER)
     return max(MIN_RANGE_BYTES, min(RANGE_BYTES, share))
+
+
+def target_for(inputs: list[tuple[str, str]], workers: int) -> int:
+    """`range_bytes` for the checked inputs' local bytes and `workers` workers: the target
+    the embedded scan cuts by, and `-v` reports."""
+    return range_bytes(sum(local_size(path) for path, _ in inputs), workers)
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,8 @@ from neardup.ingest.input_ranges import (
     group_ranges,
     iter_range_units,
     plan_ranges,
-    range_bytes,
+    target_for,
 )
-from neardup.ingest.input_sizes import local_size
 from neardup.ingest.readers import expand_inputs, iter_input_units
 from neardup.ingest.record import RawRecord
 from neardup.ingest.remote import STDIN, is_remote
@@ -332,7 +331,7 @@ def run_ingest(
     `advance(n)` hears progress in bytes of input: a range's bytes count once its parts are
     written. Stdin, which no other process can read, is read in this process."""
     items = expand_inputs(inputs)
-    target = range_bytes(sum(local_size(path) for path, _ in items), engine.workers)
+    target = target_for(items, engine.workers)
     groups = group_ranges(plan_ranges(items, target), target)
     texts = not sketch or text_read_back(settings)
     for table in (*TABLES, *(("sketches",) if sketch else ())):
