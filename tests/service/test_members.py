@@ -87,7 +87,7 @@ def _index_groups(store, texts: list[str]) -> tuple[dict, dict]:
 
 
 def test_groups_folded_after_every_batch_are_the_groups_kept_in_the_overlay(tmp_path, monkeypatch):
-    """`settle` folds the overlay into the arrays (from the page table's `group` column,
+    """`fold_if_due` folds the overlay into the arrays (from the page table's `group` column,
     the winners by one sort): forced after every batch, the groups and winners are those of
     an index that never folds, and reopened from the files they are the same."""
     from neardup.index.state import groups as members_module
@@ -112,7 +112,7 @@ def test_groups_folded_after_every_batch_are_the_groups_kept_in_the_overlay(tmp_
 def test_winners_equal_a_dict(fold, opened, seq):
     """Elections and deletions over the winners as opened (rows in any group order, in two
     chunks, as several segments give them), folded into the arrays every third change
-    (`settle`) or never."""
+    (`fold_if_due`) or never."""
     from unittest import mock
 
     from neardup.index.state import groups as members_module
@@ -129,7 +129,7 @@ def test_winners_equal_a_dict(fold, opened, seq):
             else:
                 assert got.pop(gid, None) == want.pop(gid, None)
             if i % 3 == 0:
-                got.settle()
+                got.fold_if_due()
             for g in range(13):
                 assert got.get(g) == want.get(g)
 
@@ -172,8 +172,8 @@ def test_moves_on_opening_are_the_moves_a_page_at_a_time(saved, now, rows, touch
     at_once.move(slots, before)
     changed = before != pages.group[slots]
     each._move_each(slots[changed], before[changed], pages.group[slots][changed])
-    at_once.settle()
-    each.settle()
+    at_once.fold_if_due()
+    each.fold_if_due()
     want = {g: set(m) for g, m in each.items()}
     assert {g: set(m) for g, m in at_once.items()} == want
     for g in range(-1, 8):

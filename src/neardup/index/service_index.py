@@ -423,7 +423,7 @@ class ServiceIndex:
         # tables; an index holds none after opening, so it goes back to the system (about
         # 0.9 KB a page).
         _return_freed()
-        _settle()
+        _freeze_objects()
         self._opened = True
 
     def _read_version(
@@ -496,8 +496,8 @@ class ServiceIndex:
         for gid in sorted_distinct(before[before >= 0]).tolist():
             if not groups.get(gid):
                 winners.pop(gid)
-        groups.settle()
-        winners.settle()
+        groups.fold_if_due()
+        winners.fold_if_due()
         return t, groups, winners, keys
 
     def _give_slots(self, manifest: Manifest, state: Segment) -> tuple[Manifest, Segment]:
@@ -623,15 +623,15 @@ class ServiceIndex:
         with self.lock, _no_collection():
             try:
                 compute_batch(self.state, prepared)
-                self.pages.settle()
-                self.groups.settle()
-                self.winners.settle()
+                self.pages.fold_if_due()
+                self.groups.fold_if_due()
+                self.winners.fold_if_due()
             except BaseException:
                 self._load()  # the writer's committed version, read from the files
                 raise
         if graph is not None and graph != self.graph_meta:
             self._map_graph(graph)
-        _settle()
+        _freeze_objects()
 
     def close(self, write_tables: TableWriter = fill_tables) -> None:
         """Save the graph's arrays if many pages were written since they were (so the next
@@ -654,7 +654,7 @@ class ServiceIndex:
         if self.writer is not None:
             self.writer.release()
             self.writer = None
-        gc.unfreeze()  # what `_settle` hid is collectable again (and finalised at exit)
+        gc.unfreeze()  # what `_freeze_objects` hid is collectable again (and finalised at exit)
 
     def refresh(self) -> bool:
         """Read a newer committed version, if a writer made one since this index was
@@ -793,9 +793,9 @@ class ServiceIndex:
                         self.state, prepared, lookups
                     )
                     self._write(dirty_pages, dirty_groups, dropped)
-                    self.pages.settle()
-                    self.groups.settle()
-                    self.winners.settle()
+                    self.pages.fold_if_due()
+                    self.groups.fold_if_due()
+                    self.winners.fold_if_due()
                 except BaseException:
                     self._load()  # memory never runs ahead of the last commit
                     raise
@@ -804,7 +804,7 @@ class ServiceIndex:
             if FoldRule(GRAPH_EVERY_PAGES, GRAPH_EVERY_SHARE).due(self.graph_tail, self.pages.n):
                 self._save_graph_now(write_tables)
         self._merge_due()  # after the lock: reads need not wait for a merge
-        _settle()
+        _freeze_objects()
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -949,7 +949,7 @@ def stored_config(meta: Mapping[str, Any]) -> tuple[Settings, ServiceOptions]:
 def _no_collection() -> Iterator[None]:
     """No garbage collection while a batch builds its objects: they form no cycles, and a
     collection in the middle would walk every object the batch made so far, again and
-    again. `_settle` puts them out of reach after."""
+    again. `_freeze_objects` puts them out of reach after."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -959,7 +959,7 @@ def _no_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _settle() -> None:
+def _freeze_objects() -> None:
     """Move the index's objects out of the garbage collector's sight (`gc.freeze`).
 
     A million pages are millions of long-lived dicts, sets and page objects; without this,

@@ -106,7 +106,7 @@ class WarcScan:
                 if not framed and not self.single_stream:
                     yield from self._leading_gap(pass_start, raw.offset)
                 framed = True
-                rows, restart = self._settle(raw.offset, pass_start)
+                rows, restart = self._check_held(raw.offset, pass_start)
                 yield from rows
                 if restart is not None:
                     return restart
@@ -119,7 +119,7 @@ class WarcScan:
             return start if start is not None and start > pass_start else None
         finally:
             records.close()
-        rows, restart = self._settle(self.size, pass_start)
+        rows, restart = self._check_held(self.size, pass_start)
         yield from rows
         if restart is not None:
             return restart
@@ -150,7 +150,7 @@ class WarcScan:
             return next_warc_member(self.fd, start, self.size)
         return next_plain_start(self.fd, start, self.size)
 
-    def _settle(self, bound: int, pass_start: int) -> tuple[list[RawRecord], int | None]:
+    def _check_held(self, bound: int, pass_start: int) -> tuple[list[RawRecord], int | None]:
         """Check the held-back record against `bound` (the next record's offset or the file
         size): rows to yield now, and where to restart if FastWARC missed a record."""
         last = self.pending

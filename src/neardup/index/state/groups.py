@@ -7,7 +7,7 @@ a run of a (group id, slot) array sorted by group, made with one sort of the pag
 `group` column, and the winners are the group rows' own columns (group ids sorted, winner
 URLs in one Arrow array). A batch changes a few groups; those, and only those, become Python
 sets of URLs (an overlay that says "this group is now ..."), folded back into the arrays
-(`settle`) once it holds more than an eighth as many groups as they do: adding a million
+(`fold_if_due`) once it holds more than an eighth as many groups as they do: adding a million
 pages to an empty index would otherwise leave every group in the overlay, about 450 bytes a
 page with the winners'.
 """
@@ -141,7 +141,7 @@ class GroupMembers:
         if self._over:
             self._build()
 
-    def settle(self) -> None:
+    def fold_if_due(self) -> None:
         """Between batches: fold the overlay into the arrays once it is large. The page
         table's `group` column is kept in step with every change (`apply_batch.py`), so the
         arrays are made again from it, as on opening."""
@@ -280,7 +280,7 @@ class Winners:
     def __setitem__(self, gid: int, url: str) -> None:
         self._over[gid] = url
 
-    def settle(self) -> None:
+    def fold_if_due(self) -> None:
         """Between batches: fold the winners elected since into the arrays once they are
         many (`_fold_due`): the URLs kept filtered in their order, the new ones after
         them, one sort of the group ids."""

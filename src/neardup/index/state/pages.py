@@ -408,7 +408,7 @@ class PageTable:
         self._added[url] = slot
         return PageRef(self, slot)
 
-    def settle(self) -> None:
+    def fold_if_due(self) -> None:
         """After a batch: fold the added pages in once they outgrow an eighth of the rest."""
         if FoldRule(FOLD_AT_LEAST).due(len(self._added), len(self._urls_base)):
             self.fold()
