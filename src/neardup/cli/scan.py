@@ -16,8 +16,9 @@ from rich.markup import escape
 
 from neardup.cli.dedup_report import report_dedup
 from neardup.cli.engine_options import spark_conf_pairs
-from neardup.cli.output import console, emit_table, fail, note, out_console
+from neardup.cli.output import console, fail, note, out_console
 from neardup.cli.progress import RichProgress, show_progress
+from neardup.cli.run_views import clusters_command, summary_command
 from neardup.cli.scan_options import (
     SCAN_ERRORS,
     Bands,
@@ -62,7 +63,7 @@ from neardup.config import Settings, SettingsError
 from neardup.ingest.commoncrawl import WAT_REASON
 from neardup.pipeline.dedup import scan_and_deduplicate, write_deduplicated
 from neardup.pipeline.scan import EmptyScanError, input_problems, scan
-from neardup.store import RunError, load_settings, load_summary, open_run
+from neardup.store import load_settings, load_summary
 
 
 def engine_runner(
@@ -336,67 +337,6 @@ def scan_command(
     if summary["sketched"] == 0:
         why = why_nothing(problems.pageless)
         fail(f"no usable page could be read from the input: {why}", code=1)
-
-
-def summary_command(
-    run: Annotated[Path, typer.Argument(help="run directory")],
-    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
-) -> None:
-    """Print the summary of a finished scan again."""
-    try:
-        summary = load_summary(run)
-    except RunError as err:
-        fail(str(err))
-    if json_out:
-        out_console.print_json(json.dumps(summary, default=str))
-    else:
-        print_summary(summary, run)
-
-
-CLUSTER_COLUMNS = ["cluster", "pages", "hosts", "texts", "min sim", "url", "title"]
-MEMBER_COLUMNS = ["doc", "url", "host", "similarity", "role"]
-
-
-def clusters_command(
-    run: Annotated[Path, typer.Argument(help="run directory")],
-    top: Annotated[int, typer.Option(help="how many clusters to list")] = 20,
-    cluster: Annotated[int | None, typer.Option(help="list the pages of this cluster id")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print the rows as JSON")] = False,
-) -> None:
-    """The largest near-duplicate clusters, or the members of one cluster."""
-    try:
-        con = open_run(run)
-    except RunError as err:
-        fail(str(err))
-    try:
-        if cluster is None:
-            rows = con.execute(
-                "SELECT cluster_id, size, n_hosts, n_distinct_texts, min_similarity, "
-                "representative_url, representative_title FROM clusters "
-                "ORDER BY size DESC, cluster_id LIMIT ?",
-                [top],
-            ).fetchall()
-            columns, title = CLUSTER_COLUMNS, f"largest near-duplicate clusters in {run}"
-            shown = [[c, f"{n:,}", h, t, f"{m:.2f}", u, ti] for c, n, h, t, m, u, ti in rows]
-        else:
-            rows = con.execute(
-                "SELECT doc_id, url, host, similarity_to_representative, "
-                "CASE WHEN is_representative THEN 'representative' ELSE 'duplicate' END "
-                "FROM pages WHERE cluster_id = ? ORDER BY NOT is_representative, doc_id",
-                [cluster],
-            ).fetchall()
-            if not rows:
-                fail(f"no cluster {cluster} in {run}")
-            columns, title = MEMBER_COLUMNS, f"cluster {cluster}"
-            shown = [[d, u, h, f"{sim:.3f}", role] for d, u, h, sim, role in rows]
-    finally:
-        con.close()
-    if json_out:
-        keys = [c.replace(" ", "_") for c in columns]
-        out_console.print_json(json.dumps([dict(zip(keys, r, strict=True)) for r in rows]))
-        return
-    right = frozenset({"cluster", "pages", "hosts", "texts", "min sim", "doc", "similarity"})
-    emit_table(title, columns, [list(r) for r in rows], right, shown)
 
 
 def dedup_command(
