@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from neardup.index.state.arrays import RowBlocks, mapped_strings, string_blocks
 from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
-from neardup.index.state.pages import PageTable, one_array
+from neardup.index.state.page_rows import one_array
+from neardup.index.state.pages import PageTable
 from neardup.kernels.sorting import sorted_distinct
 
 FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)

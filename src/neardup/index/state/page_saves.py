@@ -1,0 +1,77 @@
+"""The page table as a save holds it (issue 27: an index opens without reading its pages):
+the arrays handed to the files (`page_arrays`) and their names (`PAGE_ARRAYS`), which
+`PageTable.from_saved` maps back.
+
+Why apart from the table: what a save holds is a contract with the files (`files/saves.py`
+writes these shapes, `store.read_arrays` maps them by these names), read off the table's
+columns; the table itself only reads and changes pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from neardup.index.state.arrays import PatchedRows, RowBlocks, string_blocks
+from neardup.index.state.page_ref import NO_GROUP
+from neardup.index.state.page_rows import COLUMNS
+
+if TYPE_CHECKING:
+    from neardup.index.state.pages import PageTable
+
+# The files of a saved page table (`page_arrays`), beside the saved graph's.
+PAGE_ARRAYS = (
+    *(f"page_{name}" for name in COLUMNS),
+    "page_sigs",
+    "page_lens",
+    "page_skeys",
+    "page_sslots",
+    "page_url_offsets",
+    "page_url_bytes",
+    "page_redirect_slots",
+    "page_redirect_offsets",
+    "page_redirect_bytes",
+)
+
+
+def page_arrays(
+    table: PageTable, room: int, changed: np.ndarray
+) -> Iterator[RowBlocks | PatchedRows]:
+    """The table as the files `PageTable.from_saved` maps: every column and matrix by slot
+    with `room` empty slots after the pages (the next batches' pages fill them without a
+    copy), the page keys sorted, the URLs and the redirects' targets. Written a block at a
+    time: a save holds no second copy of the table. The sketches and length vectors of a
+    table opened from a save are that save's files with the rows of the `changed` slots
+    (the slots written since, ascending) and the new ones put in, the rest copied file to
+    file. Reads only: the caller folds first (`PageTable.fold`)."""
+    urls = table.urls
+    assert not urls.new and urls.skeys.size == table.n, "fold before saving"
+    n = table.n
+    for name in COLUMNS:
+        col = getattr(table, name)
+        pad = np.full(room, NO_GROUP if name == "group" else 0, col.dtype)
+        yield RowBlocks({f"page_{name}": ((n + room,), col.dtype)}, [(col[:n],), (pad,)])
+    source, source_rows = table.saved_from if table.saved_from is not None else (None, 0)
+    for name, m in (("sigs", table.sigs), ("lens", table.lens)):
+        yield PatchedRows(
+            f"page_{name}",
+            n + room,
+            m.width,
+            m.dtype,
+            n,
+            m.__getitem__,
+            source,
+            source_rows,
+            changed,
+        )
+    yield RowBlocks({"page_skeys": ((n,), np.int64)}, [(urls.skeys,)])
+    yield RowBlocks({"page_sslots": ((n,), np.int64)}, [(urls.sslots,)])
+    base = urls.base if urls.row is None else urls.base_array(np.arange(n))
+    yield string_blocks("page_url", base)
+    targets = sorted(table.redirect.items())
+    slots = np.array([s for s, _ in targets], np.int64)
+    yield RowBlocks({"page_redirect_slots": ((slots.size,), np.int64)}, [(slots,)])
+    yield string_blocks("page_redirect", pa.array([u for _, u in targets], pa.string()))
