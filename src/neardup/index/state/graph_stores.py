@@ -1,0 +1,200 @@
+"""The scan graph's three stores, each a sorted base plus an overlay (`overlay.py`): the
+shingle-set classes, the candidate pairs' counts and the verified edges.
+
+Why apart from the graph (`scangraph.ScanGraph`): each store answers one question (which
+pages share a shingle set; how many band tables emit a pair; which nodes an edge joins) from
+arrays saved with a committed version and mapped when the index opens, plus what the
+batches changed since; folding the overlay back into sorted arrays for a save is each
+store's own (`arrays`). The graph's rules (the bucket rule, verification, clustering) read
+and change them through these few methods, and never see which part is the base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+
+from neardup.index.state.found import Found, hits
+from neardup.index.state.overlay import Overlay
+from neardup.kernels.sorting import sorted_distinct
+
+
+class ShingleClasses:
+    """Shingle fingerprint -> the pages (slots) with that shingle set: the saved classes
+    (`fp` sorted, with each entry's `slot`) and those changed since (`over`)."""
+
+    def __init__(self, fp: np.ndarray, slot: np.ndarray) -> None:
+        self.fp, self.slot = fp, slot
+        self.over: Overlay[int, int] = Overlay()
+        self.searches = 0  # saved fingerprints searched here (not found elsewhere)
+
+    def members(self, fp: int) -> Collection[int]:
+        """The pages of a class (empty for an unknown one)."""
+        got = self.over.get(fp)
+        if got is not None:
+            return got
+        lo, hi = _run(self.fp, fp)
+        return self.slot[lo:hi].tolist()
+
+    def mutable(self, fp: int) -> set[int]:
+        """A class's pages as a set the batch changes in place."""
+        return self.over.mutable(fp, lambda: self.members(fp))
+
+    def load(self, fps: Collection[int], found: Found | None = None) -> None:
+        """`mutable` of many classes, their saved members found with one search for all (a
+        batch's classes: nearly all new, or of one page); `found`: the saved entries
+        searched elsewhere (`BatchLookups.classes`)."""
+        self.over.thaw(fps)
+        todo = sorted_distinct(np.fromiter((fp for fp in fps if fp not in self.over), np.int64))
+        if not todo.size:
+            return
+        at, slots, searched = hits(found, todo, self.fp, self.slot)
+        self.searches += searched
+        members: list[set[int]] = [set() for _ in range(todo.size)]
+        for q, s in zip(at.tolist(), slots.tolist(), strict=True):
+            members[q].add(int(s))
+        for fp, got in zip(todo.tolist(), members, strict=True):
+            self.over.set_members(fp, got)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The classes as sorted base arrays, the overlay folded in (`cls_fp`, `cls_slot`)."""
+        over = self.over.keys_array()
+        keep = ~np.isin(self.fp, over) if over.size else slice(None)
+        cf = [np.asarray(self.fp[keep])]
+        cs = [np.asarray(self.slot[keep], np.int64)]
+        for fp, members in self.over.items():
+            cf.append(np.full(len(members), fp, np.int64))
+            cs.append(np.fromiter(sorted(members), np.int64, len(members)))
+        cls_fp, cls_slot = np.concatenate(cf), np.concatenate(cs)
+        o = np.argsort(cls_fp, kind="stable")
+        return {"cls_fp": cls_fp[o], "cls_slot": cls_slot[o]}
+
+
+class CandidateCounts:
+    """Candidate pair (packed `a << 32 | b`, a < b) -> the band tables that emit it: the
+    saved pairs (`keys` sorted, their `counts`) and the counts changed since (`over`; 0:
+    no longer a candidate)."""
+
+    def __init__(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        self.keys, self.counts = keys, counts
+        self.over: dict[int, int] = {}
+
+    def base_counts(self, packed: np.ndarray) -> np.ndarray:
+        """The saved count of each packed pair (0 where it is no saved candidate)."""
+        out = np.zeros(packed.size, np.int64)
+        if not self.keys.size or not packed.size:
+            return out
+        i = np.searchsorted(self.keys, packed)
+        ok = i < self.keys.size
+        ok[ok] = self.keys[i[ok]] == packed[ok]
+        out[ok] = self.counts[i[ok]]
+        return out
+
+    def live(self) -> dict[int, int]:
+        """Every candidate with its count (a test's view of all of them)."""
+        out = {
+            p: c
+            for p, c in zip(self.keys.tolist(), self.counts.tolist(), strict=True)
+            if p not in self.over
+        }
+        out.update({p: c for p, c in self.over.items() if c > 0})
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The candidates as sorted base arrays (`pair_keys`, `pair_counts`)."""
+        over = np.fromiter(self.over, np.int64, len(self.over))
+        keep = ~np.isin(self.keys, over) if over.size else slice(None)
+        live = {p: c for p, c in self.over.items() if c > 0}
+        keys = np.concatenate([self.keys[keep], np.fromiter(live, np.int64, len(live))])
+        added = np.fromiter(live.values(), np.int16, len(live))
+        counts = np.concatenate([self.counts[keep], added])
+        o = np.argsort(keys)
+        return {"pair_keys": keys[o], "pair_counts": counts[o].astype(np.int16)}
+
+
+class VerifiedEdges:
+    """The verified edges, both directions: the saved ones sorted by (node, other) with the
+    node's run found by pointers (`u`, `v`, `s`, `ptr`: CSR), and the edges of the nodes
+    changed since (`over`: node -> {other: similarity}, all of that node's edges)."""
+
+    def __init__(self, u: np.ndarray, v: np.ndarray, s: np.ndarray, ptr: np.ndarray) -> None:
+        self.u, self.v, self.s = u, v, s
+        self.ptr = ptr  # node u's edges: v[ptr[u] : ptr[u + 1]]
+        self.over: dict[int, dict[int, float]] = {}
+
+    def set_base(self, u: np.ndarray, v: np.ndarray, s: np.ndarray, n: int) -> None:
+        """The base edges of `n` slots from each edge once (`u[i]`, `v[i]`, similarity
+        `s[i]`): both directions, sorted by (node, other)."""
+        uu, vv, ss = np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([s, s])
+        o = np.lexsort((vv, uu))
+        self.u, self.v, self.s = uu[o], vv[o].astype(np.int32), ss[o]
+        self.ptr = pointers(self.u, n)
+
+    def neighbours(self, u: int) -> dict[int, float]:
+        """The verified edges of a node: {other node: similarity}."""
+        got = self.over.get(u)
+        if got is not None:
+            return got
+        if u + 1 >= self.ptr.size:
+            return {}
+        lo, hi = int(self.ptr[u]), int(self.ptr[u + 1])
+        return dict(zip(self.v[lo:hi].tolist(), self.s[lo:hi].tolist(), strict=True))
+
+    def mutable(self, u: int) -> dict[int, float]:
+        """A node's edges as a dict the batch changes in place."""
+        got = self.over.get(u)
+        if got is None:
+            got = self.over[u] = self.neighbours(u)
+        return got
+
+    def count(self) -> int:
+        """Verified edges (each once)."""
+        over = sum(len(v) for v in self.over.values())
+        keep = self.u.size
+        if self.over:
+            keep -= int(np.isin(self.u, np.fromiter(self.over, np.int64)).sum())
+        return (keep + over) // 2
+
+    def arrays(self, n: int) -> dict[str, np.ndarray]:
+        """The edges of `n` slots as base arrays (`adj_u`, `adj_ptr`, `adj_v`, `adj_s`)."""
+        over = np.fromiter(self.over, np.int64, len(self.over))
+        keep = ~np.isin(self.u, over) if over.size else slice(None)
+        eu = [np.asarray(self.u[keep], np.int64)]
+        ev = [np.asarray(self.v[keep], np.int64)]
+        es = [np.asarray(self.s[keep], np.float32)]
+        for u, nb in self.over.items():
+            eu.append(np.full(len(nb), u, np.int64))
+            ev.append(np.fromiter(nb, np.int64, len(nb)))
+            es.append(np.fromiter(nb.values(), np.float32, len(nb)))
+        uu, vv, ss = joined(eu, np.int64), joined(ev, np.int64), joined(es, np.float32)
+        eo = np.lexsort((vv, uu))
+        return {
+            "adj_u": uu[eo],
+            "adj_ptr": pointers(uu[eo], n),
+            "adj_v": vv[eo].astype(np.int32),
+            "adj_s": ss[eo],
+        }
+
+
+def _run(sorted_keys: np.ndarray, key: int) -> tuple[int, int]:
+    """The positions [lo, hi) of `key` in a sorted array: one binary search, then a walk over
+    the (few) equal keys; most keys looked up are absent or once."""
+    lo = int(sorted_keys.searchsorted(key))
+    hi, size = lo, sorted_keys.size
+    while hi < size and sorted_keys[hi] == key:
+        hi += 1
+    return lo, hi
+
+
+def pointers(sorted_nodes: np.ndarray, n: int) -> np.ndarray:
+    """Where each node's run starts in a node-sorted edge array (n + 1 offsets, CSR): a
+    node's edges are found without a search."""
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(sorted_nodes, minlength=n)[:n], out=ptr[1:])
+    return ptr
+
+
+def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """Arrays concatenated as `dtype` (an empty one for no part)."""
+    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
