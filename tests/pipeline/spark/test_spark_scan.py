@@ -112,13 +112,14 @@ def test_graph_clustered_on_the_driver_or_the_executors(
     edges and by large-star / small-star rounds above it; both give the embedded tables
     (super-shingles, so the identical groups are exercised too). The path not meant to run
     is made to fail, so the test knows which one did."""
-    from neardup.pipeline.executors.spark.jobs import DRIVER_GRAPH_CONF, SparkJobs
+    from neardup.pipeline.executors.spark import cluster_stage
+    from neardup.pipeline.executors.spark.cluster_stage import DRIVER_GRAPH_CONF
 
-    def must_not_run(self):
+    def must_not_run(jobs):
         raise AssertionError("the other clustering path ran")
 
-    other = "_cluster_distributed" if where == "driver" else "_cluster_on_driver"
-    monkeypatch.setattr(SparkJobs, other, must_not_run)
+    other = "cluster_distributed" if where == "driver" else "cluster_on_driver"
+    monkeypatch.setattr(cluster_stage, other, must_not_run)
     settings = Settings(method="supershingles", cluster_rule=rule)
     paths = [str(p) for p in demo_crawl.warc_paths]
     embedded = neardup.scan(paths, tmp_path / "embedded", settings=settings, workers=1)

@@ -91,7 +91,7 @@ CLASS_PAGES = 131_072
 # pages, against 0.8 GB for the stage in one process.
 PART_BYTES = 16 << 20
 KEY_DTYPE = np.dtype([("key", "<i8"), ("node", "<i4"), ("tbl", "<i4")])
-_NO_TABLE = np.zeros(1, dtype=np.int64)  # `key_parts` of values that are not bucket keys
+NO_TABLE = np.zeros(1, dtype=np.int64)  # `key_parts` of values that are not bucket keys
 
 
 def parted_near_applies(settings: Settings, sketched: SketchResult, workers: int) -> bool:
@@ -225,7 +225,7 @@ def _deal_classes_task(task: tuple[Path, int, int, int]) -> None:
     of the classes by their shingle-set fingerprint (`class-PART-START.npy`)."""
     folder, start, stop, parts = task
     fps = np.asarray(np.load(folder / "fps.npy", mmap_mode="r")[start:stop])
-    part = key_parts(_NO_TABLE, fps, parts)
+    part = key_parts(NO_TABLE, fps, parts)
     for p in range(parts):
         np.save(folder / f"class-{p:05d}-{start:012d}.npy", start + np.flatnonzero(part == p))
 
@@ -235,7 +235,7 @@ def _classes_task(task: tuple[Path, int]) -> None:
     position in `class_rep.npy`. The positions come in increasing order (the files by
     their first page), so the first of equal keys is the first page, as over all pages."""
     folder, part = task
-    mine = _read_parts(sorted(folder.glob(f"class-{part:05d}-*.npy")), np.int64)
+    mine = read_parts(sorted(folder.glob(f"class-{part:05d}-*.npy")), np.int64)
     fps = np.asarray(np.load(folder / "fps.npy", mmap_mode="r")[mine])
     keys = np.asarray(np.load(folder / "page_keys.npy", mmap_mode="r")[mine])
     reps = mine[equivalence_classes(fps, keys)]
@@ -274,7 +274,7 @@ def _keys_task(task: tuple[Path, int, int, int, Settings]) -> None:
         )
 
 
-def _read_parts(files: list[Path], dtype: np.dtype | type) -> np.ndarray:
+def read_parts(files: list[Path], dtype: np.dtype | type) -> np.ndarray:
     """The rows of `files` (1-d `.npy` arrays of `dtype`) in one array, each file read
     into its place and removed: one copy of the rows in memory, not two."""
     sizes = [np.load(f, mmap_mode="r").shape[0] for f in files]
@@ -291,7 +291,7 @@ def _buckets_task(task: tuple[Path, int, int, Settings]) -> tuple[int, int, int]
     """Step 4: the candidate pairs of one part of the bucket keys, dealt by their own hash
     into `pairs-DEST-PART.npy` files; (emitted, large buckets, largest bucket)."""
     folder, part, parts, settings = task
-    entries = _read_parts(sorted(folder.glob(f"keys-{part:05d}-*.npy")), KEY_DTYPE)
+    entries = read_parts(sorted(folder.glob(f"keys-{part:05d}-*.npy")), KEY_DTYPE)
     nodes = entries["node"].astype(np.int64)
     order = np.asarray(np.load(folder / "page_keys.npy", mmap_mode="r")[nodes])
     stats = CandidateStats()
@@ -299,7 +299,7 @@ def _buckets_task(task: tuple[Path, int, int, Settings]) -> tuple[int, int, int]
         entries["tbl"], entries["key"], nodes, order, settings.max_bucket_pairs, stats
     )
     del entries, nodes, order
-    dest = key_parts(_NO_TABLE, packed, parts)
+    dest = key_parts(NO_TABLE, packed, parts)
     for q in range(parts):
         np.save(folder / f"pairs-{q:05d}-{part:05d}.npy", packed[dest == q])
     return stats.emitted, stats.large_buckets, stats.largest_bucket
@@ -309,7 +309,7 @@ def _verify_task(task: tuple[Path, int, Settings]) -> int:
     """Step 5: the pairs dealt to part `part`, each once, verified; the edges that pass go
     to `edges-PART.npz`. The number of unique candidate pairs of the part."""
     folder, part, settings = task
-    packed = sorted_distinct(_read_parts(sorted(folder.glob(f"pairs-{part:05d}-*.npy")), np.int64))
+    packed = sorted_distinct(read_parts(sorted(folder.glob(f"pairs-{part:05d}-*.npy")), np.int64))
     a, b = unpack_pairs(packed)
     staging = folder.parent
     docs = np.load(folder / "docs.npy", mmap_mode="r")

@@ -51,6 +51,7 @@ from neardup.ingest.readers import iter_input_units, iter_record_units
 from neardup.ingest.tables import LineBlock
 from neardup.kernels import SIGNATURE_DTYPE, sketch_arrow
 from neardup.pipeline.executors.spark.ingest_ranges import RANGE_IDX, RangeCount
+from neardup.pipeline.executors.spark.near_files import NearRows
 from neardup.pipeline.steps.ingest import PAGES_RAW_SCHEMA, _BatchTables, _extract_task, _units
 from neardup.pipeline.steps.near_pairs import page_keys
 
@@ -277,8 +278,9 @@ def ingest_range(
     base_url: str | None,
     work: Path,
 ) -> tuple[RangeCount, Counter[str]]:
-    """Read, extract and sketch one range, writing its three files into `work`; its count
-    (records, lines) and its pages with text by format."""
+    """Read, extract and sketch one range, writing its three files into `work`, and its
+    signatures, bucket keys and class rows for the near stage (`spark/near_files.py`); its
+    count (records, lines) and its pages with text by format."""
     records = _TableFile(work / RECORDS, range_idx, RECORDS_SCHEMA, RECORD_ROWS)
     texts = _TableFile(work / TEXTS, range_idx, TEXTS_SCHEMA, TEXT_ROWS, **WORK_TEXT_OPTIONS)
     links = _TableFile(work / LINKS, range_idx, LINKS_SCHEMA, RECORD_ROWS)
@@ -288,11 +290,14 @@ def ingest_range(
     first = 0
     lines: list[int] = []  # told by the reader of a JSONL range, once it is read
     formats: Counter[str] = Counter()
+    near = NearRows(settings)  # the range's signatures, keys and class rows
 
     def flush_texts() -> None:
         table = texts.take()
         if table is not None:
-            texts.write(sketch_rows(table, urls, settings))
+            sketched = sketch_rows(table, urls, settings)
+            near.add(sketched)
+            texts.write(sketched)
             urls.clear()
 
     with _committed(files):
@@ -316,6 +321,7 @@ def ingest_range(
             if rest is not None:
                 table.write(rest)
         flush_texts()
+        near.write(work, range_idx, first)
     return RangeCount(range_idx, first, sum(lines)), formats
 
 
