@@ -11,7 +11,7 @@ lookup); the next saved graph (`ScanGraph.arrays`) folds both levels into one ba
 
 A node is a page slot, which never changes (`pages.PageTable`), so the saved arrays stay
 valid from one version to the next. A node's own band keys (to find its buckets when it
-leaves) are those of its sketch, which the graph computes again (`ScanGraph._keys_of`):
+leaves) are those of its sketch, which the graph computes again (`graph_keys.keys_of`):
 they are not saved (a (slots, tables) matrix of them was 112 bytes a page). Kept here are
 only the keys of the nodes in the delta and, for a node of the base whose sketch is about
 to change, its keys from before (`stash`); the base is searched for the rest when the graph
