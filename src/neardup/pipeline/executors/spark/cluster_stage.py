@@ -13,12 +13,14 @@ representative's signature by document id in the ingest tasks' signature files
 
 from __future__ import annotations
 
+import shutil
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.kernels import estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
@@ -28,7 +30,12 @@ from neardup.pipeline.executors.spark.kernels import (
     cluster_component,
     with_input_idx,
 )
-from neardup.pipeline.executors.spark.near_files import EDGES, representative_batches
+from neardup.pipeline.executors.spark.near_files import (
+    EDGES,
+    SHARED,
+    RangeRows,
+    representative_batches,
+)
 from neardup.pipeline.executors.spark.publish import named_jobs
 from neardup.pipeline.executors.spark.run_parts import SIZED, SIZED_SCHEMA
 from neardup.pipeline.executors.spark.tasks import on_one_thread
@@ -44,6 +51,9 @@ if TYPE_CHECKING:
 # 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
 DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
 DRIVER_GRAPH_EDGES = 10_000_000
+# Pages of the driver path compared with their representative at a time (two signatures
+# each in memory)
+RESEMBLANCE_ROWS = 200_000
 
 
 def run_cluster(jobs: SparkJobs, outcome: StagesOutcome) -> None:
@@ -51,11 +61,12 @@ def run_cluster(jobs: SparkJobs, outcome: StagesOutcome) -> None:
     then the sized assignments of the pages that are not alone."""
     jobs.current_stage = "cluster"
     limit = int(jobs.spark.conf.get(DRIVER_GRAPH_CONF, str(DRIVER_GRAPH_EDGES)))
-    if outcome.verified_pairs <= limit:  # counted by the near stage
+    # both counted by the near stage
+    if outcome.verified_pairs <= limit and jobs.shared_pages <= limit:
         cluster_on_driver(jobs)
     else:
         cluster_distributed(jobs)
-    assign(jobs)
+        assign(jobs)
 
 
 def _class_nodes(classes: Any) -> Any:
@@ -71,46 +82,80 @@ def _class_nodes(classes: Any) -> Any:
 
 
 def cluster_on_driver(jobs: SparkJobs) -> None:
-    """The views `cluster_of_rep`, `components` and `identical` (per representative that
-    has an edge), computed on the driver from the edges, which the driver reads where the
-    verification tasks wrote them (the work folder it mounts)."""
-    from pyspark.sql import functions as F
-
-    edges = pq.read_table(jobs.work / EDGES)
+    """The sized assignments of the pages that are not alone, computed on the driver from
+    the edges and the classes of several pages, which the driver reads where the near
+    stage's tasks wrote them (the work folder it mounts), and written dealt by range
+    (`SIZED`): the graph clustered by `cluster_graph`, each page labelled by its class,
+    the pages that moved compared with their representative by `estimate_resemblance`, as
+    `steps.clusters.run_clusters` does (`ASSIGNED_SQL` and `sized_sql` on Spark)."""
+    work, starts = jobs.work, _starts(jobs)
+    edges = pq.read_table(work / EDGES)
+    shared = pq.read_table(work / SHARED)
     a = edges.column("doc_a").to_numpy()
     b = edges.column("doc_b").to_numpy()
     touched = sorted_distinct(np.concatenate([a, b]))
-    nodes = jobs.write_small(pa.table({"class_id": touched}), "graph_nodes")
-    info = (
-        _class_nodes(jobs.table("classes").join(F.broadcast(nodes), "class_id"))
-        .toArrow()
-        .sort_by("class_id")
-    )
-    same_nodes = np.array_equal(info.column("class_id").to_numpy(), touched)
-    if not same_nodes or info.column("order_key").null_count:
-        raise RuntimeError("a node of the verified graph has no class or no page key")
+    classes = shared.column("class_id").to_numpy()
+    kinds, sizes = np.unique(classes, return_counts=True)
     cluster, component, identical = cluster_graph(
         touched.size,
         np.searchsorted(touched, a),
         np.searchsorted(touched, b),
         edges.column("similarity").to_numpy(),
         edges.column("agree").to_numpy(),
-        info.column("weight").to_numpy(),
-        info.column("order_key").to_numpy(),
+        _lookup(kinds, sizes, touched, 1),  # a node's weight: its class's pages
+        RangeRows(work, starts, "order")[touched],
         jobs.settings,
     )
-    labels = pa.table(
-        {
-            "doc_id": touched,
-            "cluster_doc": touched[cluster],
-            "component": touched[component],
-            "identical": touched[identical],
-        }
+    docs = np.union1d(shared.column("doc_id").to_numpy(), touched)
+    class_of = docs.copy()  # a node that is alone in its class is its own class
+    class_of[np.searchsorted(docs, shared.column("doc_id").to_numpy())] = classes
+
+    def label(labels: np.ndarray) -> np.ndarray:
+        return _lookup(touched, touched[labels], class_of, class_of)
+
+    cluster_id = label(cluster)
+    similarity = np.ones(docs.size, dtype=np.float32)
+    moved = np.flatnonzero(cluster_id != docs)
+    signatures = RangeRows(work, starts, "minhash")
+    for lo in range(0, moved.size, RESEMBLANCE_ROWS):
+        part = moved[lo : lo + RESEMBLANCE_ROWS]
+        similarity[part] = estimate_resemblance(
+            signatures[docs[part]], signatures[cluster_id[part]]
+        )
+    _, inverse, counts = np.unique(cluster_id, return_inverse=True, return_counts=True)
+    sized = pa.table(
+        [
+            docs,
+            cluster_id,
+            label(component),
+            label(identical),
+            class_of,
+            similarity,
+            counts[inverse.reshape(-1)].astype(np.int64),
+        ],
+        schema=SIZED_SCHEMA,
     )
-    graph = jobs.write_small(labels, "graph_labels")
-    graph.select("doc_id", "cluster_doc").createOrReplaceTempView("cluster_of_rep")
-    graph.select("doc_id", "component").createOrReplaceTempView("components")
-    graph.selectExpr("doc_id", "identical AS component").createOrReplaceTempView("identical")
+    shutil.rmtree(work / SIZED, ignore_errors=True)
+    bounds = np.searchsorted(docs, starts)
+    for r, (lo, hi) in enumerate(zip(bounds, [*bounds[1:], docs.size], strict=True)):
+        if hi > lo:
+            folder = work / SIZED / f"{RANGE_IDX}={r}"
+            folder.mkdir(parents=True)
+            pq.write_table(sized.slice(lo, hi - lo), folder / "part-00000.parquet")
+
+
+def _starts(jobs: SparkJobs) -> np.ndarray:
+    """The ranges' first document ids, in range order."""
+    return np.array([r.shift for r in jobs.ranges], dtype=np.int64)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, default: Any) -> Any:
+    """`values` of the sorted `keys` at each of `wanted`, `default` where a key is absent
+    (an array like `wanted`, or one value)."""
+    if not keys.size:
+        return np.broadcast_to(default, wanted.shape).copy()
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    return np.where(keys[at] == wanted, values[at], default)
 
 
 def cluster_distributed(jobs: SparkJobs) -> None:
@@ -197,8 +242,7 @@ def assign(jobs: SparkJobs) -> None:
         "SELECT *, CAST(1.0 AS FLOAT) AS similarity_to_representative "
         "FROM assigned WHERE cluster_id = doc_id"
     )
-    work = str(jobs.work)
-    starts = np.array([r.shift for r in jobs.ranges], dtype=np.int64)
+    work, starts = str(jobs.work), _starts(jobs)
     others = assigned.where("cluster_id <> doc_id").mapInArrow(
         on_one_thread(lambda it: representative_batches(it, work, starts)),
         jobs.spark_schema(ASSIGN_SCHEMA),

@@ -115,6 +115,11 @@ class SparkJobs:
         self.schemas: dict[str, Any] = {
             folder: _spark_schema(schema) for folder, schema in INGEST_SCHEMAS.items()
         }
+        # Work tables that are plans, not files (`table` returns them)
+        self.frames: dict[str, Any] = {}
+        # Pages in classes of several pages, counted by the near stage's class tasks: the
+        # cluster stage's driver path holds a row for each
+        self.shared_pages = 0
         work.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -143,18 +148,6 @@ class SparkJobs:
         """An Arrow schema as Spark's."""
         return _spark_schema(schema)
 
-    def write_small(self, table: pa.Table, name: str) -> Any:
-        """Write `table`, computed on the driver, as the work table `name` (one part file,
-        by pyarrow: no Spark job) and read it back."""
-        import pyarrow.parquet as pq
-
-        folder = self.work / name
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        pq.write_table(table, folder / "part-0.parquet")
-        self.schemas[name] = _spark_schema(table.schema)
-        return self.table(name)
-
     def rows(self, name: str) -> int:
         """The rows of the saved work table `name`, from its Parquet footers: no Spark job
         (the driver mounts the work folder)."""
@@ -165,6 +158,8 @@ class SparkJobs:
     def table(self, name: str) -> Any:
         """The work table `name`; `pages_raw` and `links` are read from the ingest tasks'
         own files (`INGEST_VIEWS`), not from copies of them."""
+        if name in self.frames:
+            return self.frames[name]
         if name in INGEST_VIEWS:
             return self._shifted(*INGEST_VIEWS[name])
         return self._read(name)

@@ -65,6 +65,7 @@ KEY_ROW = np.dtype([("key", "<i8"), ("doc", "<i8"), ("order", "<i8"), ("tbl", "<
 CLASS_ROW = np.dtype([("fp", "<i8"), ("doc", "<i8"), ("order", "<i8")])
 CLASSES = "classes"  # (doc_id, order_key, class_id) of every eligible page
 NON_REPS = "non_reps"  # the doc ids of the pages that do not represent their class
+SHARED = "shared_classes"  # the `CLASSES` rows of the classes of several pages
 CLASSES_SCHEMA = pa.schema(
     [("doc_id", pa.int64()), ("order_key", pa.int64()), ("class_id", pa.int64())]
 )
@@ -81,6 +82,7 @@ def sig_dtype(settings: Settings) -> np.dtype:
         [
             ("minhash", SIGNATURE_DTYPE, (settings.num_perm,)),
             ("supers", "<i8", (supers_width(settings),)),
+            ("order", "<i8"),  # the page key (`near_pairs.page_keys`)
         ]
     )
 
@@ -162,6 +164,7 @@ class NearRows:
         width = supers_width(settings)
         if width:
             row["supers"] = matrix_of(texts.column("supers"), width, np.int64)
+        row["order"] = texts.column("order_key").to_numpy()
         docs = texts.column("doc_id").to_numpy()
         self.docs.append(docs)
         self.rows.append(row)
@@ -174,7 +177,7 @@ class NearRows:
         )
         if not eligible.size:
             return
-        order = texts.column("order_key").to_numpy()[eligible]
+        order = row["order"][eligible]
         pages = np.empty(eligible.size, dtype=CLASS_ROW)
         pages["fp"] = texts.column("shingle_fp").to_numpy()[eligible]
         pages["doc"] = docs[eligible]
@@ -262,21 +265,24 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
         raise
 
 
-def class_part(work: Path, part: int, parts: int, starts: np.ndarray) -> int:
+def class_part(work: Path, part: int, parts: int, starts: np.ndarray) -> tuple[int, int]:
     """The equivalence classes of run `part` of the fine parts of the eligible pages (every
     class whole in it): `near_pairs.equivalence_classes` over its pages in document order,
     so that a class's representative is the one it has over all pages. Writes the part's
-    `classes` and `non_reps` files; the number of its pages that do not represent their
-    class."""
+    `CLASSES`, `NON_REPS` and `SHARED` files; the number of its pages that do not
+    represent their class, and of its pages in classes of several pages."""
     pages = _part_rows(work, "class", part, parts, starts, CLASS_ROW)
     pages = pages[np.argsort(pages["doc"], kind="stable")]
     class_id = pages["doc"][equivalence_classes(pages["fp"], pages["order"])]
     name = f"part-{part:05d}.parquet"
     table = pa.table([pages["doc"], pages["order"], class_id], schema=CLASSES_SCHEMA)
     _write_parquet(table, work / CLASSES / name)
-    others = pages["doc"][class_id != pages["doc"]]
+    moved = class_id != pages["doc"]
+    others = pages["doc"][moved]
     _write_parquet(pa.table({"doc_id": others}), work / NON_REPS / name)
-    return int(others.size)
+    shared = np.isin(class_id, class_id[moved])
+    _write_parquet(table.filter(pa.array(shared)), work / SHARED / name)
+    return int(others.size), int(shared.sum())
 
 
 def bucket_part(

@@ -30,6 +30,7 @@ from neardup.pipeline.executors.spark.near_files import (
     FINE_PARTS,
     NON_REPS,
     PAIRS,
+    SHARED,
     bucket_part,
     class_part,
     parted_count,
@@ -65,15 +66,20 @@ def run_near(jobs: SparkJobs, outcome: StagesOutcome) -> None:
     `pairs` table (verified plus identical pairs)."""
     jobs.current_stage = "near"
     settings, work = jobs.settings, jobs.work
-    for folder in (CLASSES, NON_REPS, PAIRS, EDGES):  # a work folder given may hold a run's
+    # A work folder given may hold an earlier run's files.
+    for folder in (CLASSES, NON_REPS, SHARED, PAIRS, EDGES):
         shutil.rmtree(work / folder, ignore_errors=True)
     starts = np.array([r.shift for r in jobs.ranges], dtype=np.int64)
     cores = int(jobs.spark.sparkContext.defaultParallelism)
     pages = parted_count(work, "class", len(starts))
     classes = min(FINE_PARTS, max(cores, -(-pages // CLASS_PAGES)))
-    part_tasks(jobs, "classes", classes, lambda p: class_part(work, p, classes, starts))
-    jobs.schemas[CLASSES] = jobs.spark_schema(CLASSES_SCHEMA)
+    counts = part_tasks(jobs, "classes", classes, lambda p: class_part(work, p, classes, starts))
+    non_reps = sum(n for n, _ in counts)
+    jobs.shared_pages = sum(n for _, n in counts)
+    for name in (CLASSES, SHARED):
+        jobs.schemas[name] = jobs.spark_schema(CLASSES_SCHEMA)
     jobs.table(CLASSES).createOrReplaceTempView("classes")
+    jobs.table(SHARED).createOrReplaceTempView("shared_classes")  # classes of several pages
 
     parts = _parts(parted_count(work, "keys", len(starts)), 16, cores)
     max_bucket = settings.max_bucket_pairs
@@ -90,7 +96,8 @@ def run_near(jobs: SparkJobs, outcome: StagesOutcome) -> None:
     shutil.rmtree(work / PAIRS, ignore_errors=True)
     jobs.schemas[EDGES] = jobs.spark_schema(EDGE_SCHEMA)
     jobs.table(EDGES).createOrReplaceTempView("edges")
-    pairs = jobs.spark.sql(
+    # Not saved: the tables stage sorts it once, as it writes the run's `pairs`.
+    jobs.frames["pairs"] = jobs.spark.sql(
         """
         SELECT doc_a, doc_b, similarity,
             CAST(CASE WHEN agree >= 0 THEN agree END AS TINYINT) AS supershingles_agree,
@@ -98,13 +105,12 @@ def run_near(jobs: SparkJobs, outcome: StagesOutcome) -> None:
         FROM edges
         UNION ALL
         SELECT class_id, doc_id, CAST(1.0 AS FLOAT), CAST(NULL AS TINYINT), 'identical'
-        FROM classes WHERE doc_id <> class_id
+        FROM shared_classes WHERE doc_id <> class_id
         """
     )
-    jobs.save(pairs, "pairs")
     outcome.bands, outcome.rows_per_band = band_shape(settings)
     outcome.candidates = candidates
     outcome.candidates_emitted = stats.emitted
     outcome.large_buckets = stats.large_buckets
     outcome.verified_pairs = jobs.rows(EDGES)
-    outcome.pairs_rows = jobs.rows("pairs")
+    outcome.pairs_rows = outcome.verified_pairs + non_reps  # an identical pair a non-rep
