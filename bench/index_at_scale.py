@@ -372,6 +372,8 @@ def graph_folder(store: Path) -> dict | None:
 def copy_of(base: Path, dest: Path) -> Path:
     shutil.rmtree(dest, ignore_errors=True)
     subprocess.run(["cp", "-al", str(base), str(dest)], check=True)
+    # its own lock file: a linked one is the base's inode, locked by any add on any copy
+    (dest / "writer.lock").unlink(missing_ok=True)
     os.sync()
     time.sleep(1)
     return dest
@@ -477,6 +479,9 @@ def main() -> None:
     parser.add_argument("--rescan-master", default="local[2]")
     parser.add_argument("--no-rescan", action="store_true")
     parser.add_argument("--no-parity", action="store_true")
+    parser.add_argument(
+        "--serve-only", action="store_true", help="only: a 1 %% increment, then POST /check"
+    )
     args = parser.parse_args()
     env = dict(os.environ)
     commit = measured_commit(env)
@@ -511,15 +516,26 @@ def main() -> None:
     work = OUT / "work" / tag
     work.mkdir(parents=True, exist_ok=True)
 
-    opens = [{"of": "base", **o} for o in opened(base, env, args.opens)]
+    opens = [] if args.serve_only else [{"of": "base", **o} for o in opened(base, env, args.opens)]
     incs = []
     copy = work / "copy"
-    for _ in range(args.runs):
+    for _ in range(0 if args.serve_only else args.runs):
         copy_of(base, copy)
         incs.append(record("increment", {"share": 0.01, **add(copy, inc, extra, env, log)}))
     with open(eighth[0], encoding="utf-8") as fh:  # pages after the 1 %: new to its index
         texts = [json.loads(line)["text"] for _, line in zip(range(one + 400), fh, strict=False)]
-    texts = texts[one:]
+    texts = texts[one:]  # and as many stored pages, 3 words replaced: they match
+    with open(pages_file(0, n)[0], encoding="utf-8") as fh:
+        for k, line in zip(range(len(texts)), fh, strict=False):
+            words = json.loads(line)["text"].split(" ")
+            for j in (1, 2, 3):
+                words[(k * 7919 * j) % len(words)] = f"edit{k}-{j}"
+            texts.append(" ".join(words))
+    if args.serve_only:  # the index after a 1 % increment, served
+        copy_of(base, copy)
+        add(copy, inc, extra, env, log)
+        record("serve", checks(copy, env, texts, args.queries, log))
+        return
     served = record("serve", checks(copy, env, texts, args.queries, log))
     eighths = []
     big = work / "eighth"
