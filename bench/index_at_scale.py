@@ -480,6 +480,11 @@ def main() -> None:
     parser.add_argument("--no-rescan", action="store_true")
     parser.add_argument("--no-parity", action="store_true")
     parser.add_argument(
+        "--rescan-only",
+        action="store_true",
+        help="only: the Spark re-scan again, against the 1 %% increments already recorded",
+    )
+    parser.add_argument(
         "--serve-only", action="store_true", help="only: a 1 %% increment, then POST /check"
     )
     args = parser.parse_args()
@@ -516,6 +521,8 @@ def main() -> None:
     work = OUT / "work" / tag
     work.mkdir(parents=True, exist_ok=True)
 
+    if args.rescan_only:
+        args.serve_only, args.no_rescan, args.no_parity = True, False, True
     opens = [] if args.serve_only else [{"of": "base", **o} for o in opened(base, env, args.opens)]
     incs = []
     copy = work / "copy"
@@ -531,21 +538,24 @@ def main() -> None:
             for j in (1, 2, 3):
                 words[(k * 7919 * j) % len(words)] = f"edit{k}-{j}"
             texts.append(" ".join(words))
-    if args.serve_only:  # the index after a 1 % increment, served
+    if args.serve_only and not args.rescan_only:  # the index after a 1 % increment, served
         copy_of(base, copy)
         add(copy, inc, extra, env, log)
         record("serve", checks(copy, env, texts, args.queries, log))
         return
-    served = record("serve", checks(copy, env, texts, args.queries, log))
+    served = (
+        {} if args.rescan_only else record("serve", checks(copy, env, texts, args.queries, log))
+    )
     eighths = []
     big = work / "eighth"
-    for _ in range(args.eighth_runs):
+    for _ in range(0 if args.serve_only else args.eighth_runs):
         copy_of(base, big)
         got = add(big, eighth, extra, env, log)
         got["graph"] = graph_folder(big)
         got["graph_saves"] = sum(s["kind"] == "save_graph_now" for s in got["saves"])
         eighths.append(record("eighth", {"share": round(m / n, 4), "tail_before": tail, **got}))
-    opens += [{"of": "after eighth", **o} for o in opened(big, env, args.opens)]
+    if not args.serve_only:
+        opens += [{"of": "after eighth", **o} for o in opened(big, env, args.opens)]
     for o in opens:
         record("open", o)
 
@@ -553,7 +563,7 @@ def main() -> None:
     if not args.no_rescan:
         cache = OUT / f"rescan-n{n}-{args.rescan_master}.json"
         got = json.loads(cache.read_text()) if cache.exists() else {}
-        if got.get("commit") != commit:
+        if got.get("commit") != commit or args.rescan_only:
             out = work / f"rescan-n{n}"
             shutil.rmtree(out, ignore_errors=True)
             os.sync()
@@ -567,6 +577,31 @@ def main() -> None:
             rescan = record("rescan", {k: v for k, v in got.items() if k != "commit"})
         else:
             rescan = got
+        if args.rescan_only:  # against the 1 % increments recorded for this size and commit
+            done = [json.loads(x) for x in results.read_text().splitlines()]
+            for engine in ("embedded", "spark"):
+                incs = [
+                    r
+                    for r in done
+                    if r["kind"] == "increment"
+                    and r["engine"] == engine
+                    and r["pages"] == n
+                    and r["commit"] == commit
+                ]
+                if incs:
+                    wall = statistics.median(r["wall_s"] for r in incs)
+                    cpus = [r.get("tree_cpu_s") or r["cpu_s"] for r in incs]
+                    ratio = {
+                        "increment_engine": engine,
+                        "increment_median_s": wall,
+                        "increment_median_tree_cpu_s": statistics.median(cpus),
+                        "rescan_over_increment": round(rescan["wall_s"] / wall, 1),
+                        "rescan_cpu_over_increment_cpu": round(
+                            rescan["tree_cpu_s"] / statistics.median(cpus), 1
+                        ),
+                    }
+                    record("rescan_ratio", ratio)
+            return
         if not args.no_parity and Path(rescan["out"]).exists():
             copy_of(base, copy)
             add(copy, inc, extra, env, log)
