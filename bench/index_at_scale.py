@@ -686,7 +686,7 @@ def print_table(common: dict, s: dict) -> None:
                 )
             ),
         ),
-        ("1 % add: graph saves / change saves", str(s["increment_saves"])),
+        ("1 % add: saves (graph or changes at close)", str(s["increment_saves"])),
         ("eighth add: pages, wall s", f"{s['eighth_pages']:,}, {s['eighth_s']}"),
         (
             "eighth add: peak RSS MiB (anon / file peaks)",
