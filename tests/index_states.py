@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neardup.index.state.read_records import as_dict
 from neardup.service import ServiceIndex
 
 
@@ -14,9 +15,11 @@ def index_state(store: Path) -> dict[str, object]:
     with ServiceIndex(store, read_only=True) as ix:
         out: dict[str, object] = {}
         for url in sorted(ix.pages):
-            status = dict(ix.status(url) or {})
+            record = ix.status(url)
+            assert record is not None
+            status = as_dict(record)
             gid = status.pop("group_id")
             status["group"] = None if gid is None else sorted(ix.groups.get(gid) or ())
             out[url] = status
-        out["counts"] = ix.counts()
+        out["counts"] = as_dict(ix.counts())
         return out

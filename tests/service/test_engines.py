@@ -17,7 +17,7 @@ import pytest
 from crawl_texts import near_copies
 from spark_session import spark  # noqa: F401 - the fixture
 
-import neardup.index.service_index as index_module
+import neardup.index.index_saves as index_saves_module
 from neardup.index.engines import spark_jobs as spark_feed_module
 from neardup.index.engines.base import IndexEngine, found_elsewhere
 from neardup.index.engines.embedded import EmbeddedEngine
@@ -50,12 +50,12 @@ def _url(i: int) -> str:
 @pytest.fixture
 def saved(tmp_path, monkeypatch) -> Path:
     """An index of 120 pages whose graph, pages and groups are saved (mapped on opening)."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "saved"
     with ServiceIndex(store) as ix:
         ix.apply([PageUpdate(_url(i), text=TEXTS[i]) for i in range(120)])
         assert ix.graph_meta is not None
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 10**9)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 10**9)
     return store
 
 

@@ -126,7 +126,7 @@ def test_pages_and_check_follow_the_rule(tmp_path):
         assert set(ix.pages) == {"https://a.example/x", "https://b.example/x"}
         # 20 words are fewer than min_tokens: the scan compares neither page, nor does check.
         assert not [m for m in ix.groups.values() if len(m) > 1]
-        assert ix.check(text=text)["is_duplicate"] is False
+        assert ix.check(text=text).is_duplicate is False
 
 
 def test_cli_patterns_and_one_line_refusals(inputs, tmp_path):
@@ -162,7 +162,7 @@ def test_check_looks_a_text_up_whatever_the_url_patterns(tmp_path):
         )
         assert report.skipped == 1 and set(ix.pages) == {"https://a.example/1"}
         found = ix.check(text=text)
-        assert found["is_duplicate"] and found["matches"][0]["url"] == "https://a.example/1"
+        assert found.is_duplicate and found.matches[0].url == "https://a.example/1"
 
 
 def test_cli_add_chooses_crawler_files_for_a_new_store_only(inputs, tmp_path):

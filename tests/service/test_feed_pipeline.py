@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from crawl_texts import near_copies
@@ -40,7 +41,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return _jsonl(base / "base.jsonl", texts[:120]), _jsonl(base / "inc.jsonl", texts[120:], 120)
 
 
-def _state(store: Path) -> dict[str, object]:
+def _state(store: Path) -> dict[str, Any]:
     with ServiceIndex(store, read_only=True) as ix:
         return {u: ix.status(u) for u in sorted(ix.pages)}
 
@@ -98,8 +99,8 @@ def test_batches_sketched_while_a_slow_index_opens_are_applied_in_order(
     assert _state(store) == want
     assert totals["duplicate_groups"] == sum(
         1
-        for g in {s["group_id"] for s in want.values()}
-        if sum(s["group_id"] == g for s in want.values()) >= 2
+        for g in {s.group_id for s in want.values()}
+        if sum(s.group_id == g for s in want.values()) >= 2
     )
 
 
@@ -181,7 +182,7 @@ def test_pages_removed_leave_the_groups_a_scan_of_the_rest_finds(tmp_path, crawl
     store = tmp_path / "s"
     add_files(store, [crawl[0]], batch=16, workers=1)
     before = _state(store)
-    grouped = sorted(u for u, s in before.items() if s["is_duplicate"])
+    grouped = sorted(u for u, s in before.items() if s.is_duplicate)
     gone = grouped[::3]  # a third of the pages that have a duplicate
     back = texts[0]["url"]  # listed as gone, yet in the files added along
     again = _jsonl(tmp_path / "again.jsonl", [texts[0]["text"]])
@@ -201,8 +202,8 @@ def test_pages_removed_leave_the_groups_a_scan_of_the_rest_finds(tmp_path, crawl
     with ServiceIndex(store, read_only=True) as ix:
         got = {frozenset(m) for m in ix.groups.values() if len(m) >= 2}
         assert len(ix.pages) == slots  # no slot for the URL never held
-        assert ix.status(back)["removed"] is False
-        assert all(ix.status(u)["removed"] for u in gone)
+        assert ix.status(back).removed is False
+        assert all(ix.status(u).removed for u in gone)
     assert got == want
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from crawl_texts import near_copies
 
-import neardup.index.service_index as index_module
+import neardup.index.index_saves as index_saves_module
 from neardup.index.files.graph_changes import graph_changes, slot_changes_into, take_changes
 from neardup.index.files.saves import read_arrays
 from neardup.index.state.apply_batch import compute_batch
@@ -26,10 +26,10 @@ def _url(i: int) -> str:
 @pytest.fixture
 def saved_then_changed(tmp_path, monkeypatch):
     """An index whose graph was saved after 80 pages, then changed by batches not saved."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
     ix = ServiceIndex(tmp_path / "s")
     ix.apply([PageUpdate(_url(i), text=TEXTS[i]) for i in range(80)])
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 10**9)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 10**9)
     ix.apply([PageUpdate(_url(i), text=TEXTS[i]) for i in range(80, 120)])
     ix.apply([PageUpdate(_url(i), text=TEXTS[(i + 7) % 120]) for i in range(0, 40, 4)])
     ix.apply([PageUpdate(_url(5), remove=True), PageUpdate(_url(6), redirect_to=_url(7))])

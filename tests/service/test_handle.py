@@ -10,8 +10,10 @@ threshold), HTML pages, redirects, in-link counts and removals.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import asdict
 from functools import cache
 from typing import Any
 
@@ -25,6 +27,12 @@ from neardup.config import Settings
 from neardup.service import DuplicateIndex, PageUpdate, ServiceError
 from neardup.synth.corpus import stdlib_documents
 from neardup.synth.edits import edit_document, truncate_document
+
+
+def _plain(record: Any) -> Any:
+    """A read's record as its JSON reads back (tuples as lists), to set beside the server's."""
+    return json.loads(json.dumps(asdict(record)))
+
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -134,19 +142,19 @@ def test_url_queries_equal_get_status(both):
     seen = {"redirect": 0, "duplicate": 0, "removed": 0, "unknown": 0}
     for u in sorted(urls):
         mine = ix.query(url=u)
-        assert mine == status_or_none(base, u), u
+        assert (None if mine is None else _plain(mine)) == status_or_none(base, u), u
         if mine is None:
             seen["unknown"] += 1
             continue
-        seen["redirect"] += bool(mine["redirect_chain"])
-        seen["duplicate"] += mine["is_duplicate"] and not mine["redirect_chain"]
-        seen["removed"] += mine["removed"]
-        if mine["group_id"] is not None and not mine["redirect_chain"]:
-            assert mine["resemblance"] is not None
+        seen["redirect"] += bool(mine.redirect_chain)
+        seen["duplicate"] += mine.is_duplicate and not mine.redirect_chain
+        seen["removed"] += mine.removed
+        if mine.group_id is not None and not mine.redirect_chain:
+            assert mine.resemblance is not None
     assert all(seen.values()), seen  # every kind of answer was compared
     # The redirect's in-links count for its target: url(0, 2) won its group with them.
-    assert ix.query(url=url(0, 0))["winner_url"] == url(0, 2)
-    assert ix.query(url="https://old.example/a")["final_url"] == url(0, 2)
+    assert ix.query(url=url(0, 0)).winner_url == url(0, 2)
+    assert ix.query(url="https://old.example/a").final_url == url(0, 2)
 
 
 def test_text_queries_equal_post_check(both):
@@ -157,20 +165,20 @@ def test_text_queries_equal_post_check(both):
     for text in probes:
         mine = ix.query(text=text)
         r = httpx.post(f"{base}/check", json={"text": text})
-        assert r.status_code == 200 and mine == r.json()
-        if mine["is_duplicate"]:
+        assert r.status_code == 200 and _plain(mine) == r.json()
+        if mine.is_duplicate:
             dup += 1
             # The resemblance is to the would-be group's winner, by the sketches alone.
-            winner_text = ix.query(url=mine["winner_url"])
-            assert winner_text is not None and winner_text["group_id"] == mine["group_id"]
-            assert 0.0 < mine["resemblance"] <= 1.0
+            winner_text = ix.query(url=mine.winner_url)
+            assert winner_text is not None and winner_text.group_id == mine.group_id
+            assert 0.0 < mine.resemblance <= 1.0
         else:
-            assert mine["group_id"] is None and mine["resemblance"] is None
+            assert mine.group_id is None and mine.resemblance is None
     assert 3 <= dup < len(probes)
     html = html_of(d[0][6])
     mine = ix.query(html=html)
-    assert mine == httpx.post(f"{base}/check", json={"html": html}).json()
-    assert mine["group_id"] == ix.query(text=d[0][6])["group_id"]
+    assert _plain(mine) == httpx.post(f"{base}/check", json={"html": html}).json()
+    assert mine.group_id == ix.query(text=d[0][6]).group_id
 
 
 def test_resemblance_is_that_of_the_sketches_to_the_winner(both):
@@ -178,10 +186,10 @@ def test_resemblance_is_that_of_the_sketches_to_the_winner(both):
     d = docs()
     texts = {u: t for u, t in final_pages().items() if isinstance(t, str)}
     mine = ix.query(text=d[0][6])
-    winner = mine["winner_url"]
+    winner = mine.winner_url
     want = neardup.sketch(d[0][6]).minhash == neardup.sketch(texts[winner]).minhash
-    assert mine["resemblance"] == pytest.approx(float(want.mean()))
-    assert ix.query(text=texts[winner])["resemblance"] == 1.0
+    assert mine.resemblance == pytest.approx(float(want.mean()))
+    assert ix.query(text=texts[winner]).resemblance == 1.0
 
 
 def test_groups_and_counts_equal_the_server(both):
@@ -190,13 +198,13 @@ def test_groups_and_counts_equal_the_server(both):
     assert len(groups) >= 4 and any(len(m) > 1 for m in groups.values())
     for gid, members in groups.items():
         mine = ix.group(gid)
-        assert mine == httpx.get(f"{base}/groups/{gid}").json()
-        assert {m["url"] for m in mine["members"]} == members
+        assert _plain(mine) == httpx.get(f"{base}/groups/{gid}").json()
+        assert {m.url for m in mine.members} == members
     assert ix.group(max(groups) + 1) is None
     assert httpx.get(f"{base}/groups/{max(groups) + 1}").status_code == 404
     summary = httpx.get(f"{base}/").json()
-    assert ix.counts() == {k: summary[k] for k in ix.counts()}
-    assert ix.counts()["redirects"] == 2
+    assert _plain(ix.counts()) == {k: summary[k] for k in _plain(ix.counts())}
+    assert ix.counts().redirects == 2
 
 
 def test_groups_equal_the_scan_of_the_final_pages(both, scanned):
@@ -228,7 +236,7 @@ def test_refused_updates_leave_nothing_and_match_the_api(both, tmp_path):
     with pytest.raises(ServiceError, match="exactly one"):
         ix.query(text="a b", url=url(0, 0))
     assert ix.counts() == before
-    assert ix.query(url=url(0, 0))["group_id"] == ix.query(url=url(0, 1))["group_id"]
+    assert ix.query(url=url(0, 0)).group_id == ix.query(url=url(0, 1)).group_id
 
 
 def test_a_closed_handle_reopens_with_its_pages(tmp_path):
@@ -241,7 +249,7 @@ def test_a_closed_handle_reopens_with_its_pages(tmp_path):
         first = ix.query(url="https://b.example/")
     with neardup.open_index(tmp_path / "idx") as ix:  # the lock was released
         assert ix.query(url="https://b.example/") == first
-        assert first["is_duplicate"] and first["winner_url"] == "https://a.example/"
+        assert first.is_duplicate and first.winner_url == "https://a.example/"
         assert ix.add("https://a.example/", text=d[0][0]).tier1 == 1
 
 
@@ -255,7 +263,7 @@ def test_the_handle_needs_no_service_extra(tmp_path):
         "import neardup\n"
         "with neardup.open_index('idx') as ix:\n"
         "    ix.add('https://a.example/', text=sys.argv[1])\n"
-        "    print(ix.query(text=sys.argv[1])['winner_url'])\n"
+        "    print(ix.query(text=sys.argv[1]).winner_url)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, docs()[0][0]],

@@ -51,10 +51,10 @@ def test_new_pages_group_with_winner_rules(ix):
         ]
     )
     s = ix.status("http://b.example.com/page?id=1")
-    assert s["winner_url"] == "http://a.example.com/page"  # static beats dynamic
-    assert s["is_duplicate"] and s["verified"]
-    assert not ix.status("http://a.example.com/page")["is_duplicate"]
-    assert ix.status("http://other.com/x")["group_id"] != s["group_id"]
+    assert s.winner_url == "http://a.example.com/page"  # static beats dynamic
+    assert s.is_duplicate and s.verified
+    assert not ix.status("http://a.example.com/page").is_duplicate
+    assert ix.status("http://other.com/x").group_id != s.group_id
     assert ix.consistency_errors() == []
 
 
@@ -80,19 +80,19 @@ def test_tier1_keeps_page_and_changed_page_moves(ix):
             PageUpdate("http://c/1", text=C),
         ]
     )
-    g = ix.status("http://a/2")["group_id"]
+    g = ix.status("http://a/2").group_id
     # Tier 1: the same sketch again is no work at all.
     rep = ix.apply([PageUpdate("http://a/2", text=A)])
     assert rep.tier1 == 1 and rep.tier2 == 0 and rep.comparisons == 0
     # A small edit changes the sketch: the graph verifies it again, and it stays.
     rep = ix.apply([PageUpdate("http://a/2", text=A + " small edit")])
     assert rep.tier1 == 0 and rep.tier2 == 1 and rep.comparisons >= 1
-    assert ix.status("http://a/2")["group_id"] == g
+    assert ix.status("http://a/2").group_id == g
     rep = ix.apply([PageUpdate("http://a/2", text=C + " edit")])
     assert rep.tier2 == 1 and rep.changed == 1
-    assert ix.status("http://a/2")["group_id"] == ix.status("http://c/1")["group_id"]
-    assert ix.status("http://a/1")["is_duplicate"] is False
-    assert ix.counts()["duplicate_groups"] == 1
+    assert ix.status("http://a/2").group_id == ix.status("http://c/1").group_id
+    assert ix.status("http://a/1").is_duplicate is False
+    assert ix.counts().duplicate_groups == 1
     assert ix.consistency_errors() == []
 
 
@@ -104,12 +104,12 @@ def test_changed_page_founds_group_and_takes_redirects(ix):
             PageUpdate("http://r/1", redirect_to="http://a/2"),
         ]
     )
-    assert ix.status("http://r/1")["group_id"] == ix.status("http://a/1")["group_id"]
+    assert ix.status("http://r/1").group_id == ix.status("http://a/1").group_id
     ix.apply([PageUpdate("http://a/2", text=B)])
-    g2 = ix.status("http://a/2")["group_id"]
-    assert g2 != ix.status("http://a/1")["group_id"]
-    assert ix.status("http://r/1")["group_id"] == g2  # the redirect moved along
-    assert ix.group(g2)["redirects"] == ["http://r/1"]
+    g2 = ix.status("http://a/2").group_id
+    assert g2 != ix.status("http://a/1").group_id
+    assert ix.status("http://r/1").group_id == g2  # the redirect moved along
+    assert ix.group(g2).redirects == ("http://r/1",)
 
 
 def test_redirect_chain_and_cycle(ix):
@@ -124,13 +124,13 @@ def test_redirect_chain_and_cycle(ix):
         ]
     )
     s = ix.status("http://r/1")
-    assert s["final_url"] == "http://t/1" and s["is_duplicate"]
-    assert s["group_id"] == ix.status("http://t/1")["group_id"]
-    assert ix.status("http://y/1")["group_id"] is None  # a cycle leads nowhere
+    assert s.final_url == "http://t/1" and s.is_duplicate
+    assert s.group_id == ix.status("http://t/1").group_id
+    assert ix.status("http://y/1").group_id is None  # a cycle leads nowhere
     # A page that starts redirecting leaves its group.
     ix.apply([PageUpdate("http://t/2", text=A)])
     ix.apply([PageUpdate("http://t/2", redirect_to="http://t/1")])
-    assert ix.group(ix.status("http://t/1")["group_id"])["size"] == 1
+    assert ix.group(ix.status("http://t/1").group_id).size == 1
     assert ix.consistency_errors() == []
 
 
@@ -142,14 +142,14 @@ def test_removed_winner_elects_new_winner(ix):
             PageUpdate("http://a/333", text=A),
         ]
     )
-    g = ix.status("http://a/22")["group_id"]
-    assert ix.group(g)["winner_url"] == "http://a/1"
+    g = ix.status("http://a/22").group_id
+    assert ix.group(g).winner_url == "http://a/1"
     rep = ix.apply([PageUpdate("http://a/1", remove=True)])
     assert rep.removed == 1
-    assert ix.group(g)["winner_url"] == "http://a/22"
-    assert ix.status("http://a/1")["removed"] and ix.status("http://a/1")["group_id"] is None
+    assert ix.group(g).winner_url == "http://a/22"
+    assert ix.status("http://a/1").removed and ix.status("http://a/1").group_id is None
     ix.apply([PageUpdate("http://a/22", remove=True), PageUpdate("http://a/333", remove=True)])
-    assert ix.group(g) is None and ix.counts()["groups"] == 0
+    assert ix.group(g) is None and ix.counts().groups == 0
     assert ix.consistency_errors() == []
 
 
@@ -162,22 +162,22 @@ def test_drifted_chain_is_not_one_transitive_group(tmp_path):
     settings = Settings(threshold=0.7)
     with ServiceIndex(tmp_path / "s", settings) as ix:
         ix.apply([PageUpdate(f"http://c/{i}", text=t) for i, t in enumerate(texts)])
-        groups = {ix.status(f"http://c/{i}")["group_id"] for i in range(8)}
+        groups = {ix.status(f"http://c/{i}").group_id for i in range(8)}
         assert 1 < len(groups) < 8
         for i in range(8):
             s = ix.status(f"http://c/{i}")
-            assert s["is_duplicate"] == (s["winner_url"] != s["url"] and s["verified"])
+            assert s.is_duplicate == (s.winner_url != s.url and s.verified)
         assert ix.consistency_errors() == []
 
 
 def test_persistence_and_settings_mismatch(tmp_path):
     with ServiceIndex(tmp_path / "s") as ix:
         ix.apply([PageUpdate("http://a/1", text=A), PageUpdate("http://a/2", text=A)])
-        g = ix.status("http://a/2")["group_id"]
+        g = ix.status("http://a/2").group_id
     with ServiceIndex(tmp_path / "s") as ix:
-        assert ix.status("http://a/2")["group_id"] == g
+        assert ix.status("http://a/2").group_id == g
         ix.apply([PageUpdate("http://a/3", text=A)])
-        assert ix.status("http://a/3")["group_id"] == g
+        assert ix.status("http://a/3").group_id == g
     with pytest.raises(SettingsError, match="num_perm"):
         ServiceIndex(tmp_path / "s", Settings(num_perm=64))
 
@@ -187,7 +187,7 @@ def test_failed_batch_rolls_back(ix):
     with pytest.raises(ValueError):
         ix.apply([PageUpdate("http://a/2", text=A), PageUpdate("http://bad")])
     assert ix.status("http://a/2") is None
-    assert ix.counts()["pages"] == 1 and ix.consistency_errors() == []
+    assert ix.counts().pages == 1 and ix.consistency_errors() == []
 
 
 KILL_SCRIPT = textwrap.dedent("""
@@ -224,7 +224,7 @@ def test_kill_during_update_keeps_last_commit(tmp_path):
         assert {u: ix.status(u) for u in before} == before
         assert ix.consistency_errors() == []
         ix.apply([PageUpdate("http://a/3", text=A)])  # and it goes on
-        assert ix.status("http://a/3")["is_duplicate"]
+        assert ix.status("http://a/3").is_duplicate
 
 
 def test_length_partition_report():
@@ -245,7 +245,7 @@ def test_cli_add(tmp_path, demo_crawl):
     res = CliRunner().invoke(cli_app, ["add", str(store), *map(str, demo_crawl.warc_paths)])
     assert res.exit_code == 0, res.output
     with ServiceIndex(store) as ix:
-        assert ix.counts()["pages"] > 10 and ix.consistency_errors() == []
+        assert ix.counts().pages > 10 and ix.consistency_errors() == []
         # In-links come from the crawl's own link graph (demo pages link to each other).
         assert sum(p.links_in for p in ix.pages.values()) > 0
 

@@ -152,7 +152,7 @@ def test_an_old_duckdb_index_is_converted_once(tmp_path, capfd):
         assert "converting" in capfd.readouterr().err
         assert _everything(ix) == want and ix.consistency_errors() == []
         ix.apply([PageUpdate("http://x/100", text=texts[0])])  # and it goes on
-        assert ix.status("http://x/100")["group_id"] == want["http://x/0"]["group_id"]
+        assert ix.status("http://x/100").group_id == want["http://x/0"].group_id
     assert (store / MANIFEST).is_file() and not (store / LEGACY_DB).exists()
     assert (store / f"{LEGACY_DB}.converted").is_file()
     with ServiceIndex(store) as ix:
@@ -170,13 +170,13 @@ def test_one_writer_many_readers(tmp_path):
             ServiceIndex(store)
         assert "\n" not in str(err.value)
         reader = open_index(store, read_only=True)
-        seen = reader.counts()["pages"]
+        seen = reader.counts().pages
         assert seen == 20 and "http://x/3" in reader
         with pytest.raises(ServiceError, match="read-only"):
             reader.add("http://x/99", text=texts[0])
         writer.apply([PageUpdate(f"http://x/{j}", text=texts[j]) for j in range(20, 30)])
-        assert reader.counts()["pages"] == 20  # its version, until it refreshes
-        assert reader.refresh() and reader.counts()["pages"] == 30
+        assert reader.counts().pages == 20  # its version, until it refreshes
+        assert reader.refresh() and reader.counts().pages == 30
         assert not reader.refresh()
         assert reader.groups() == {g: frozenset(m) for g, m in writer.groups.items() if m}
         reader.close()
@@ -188,7 +188,7 @@ def test_one_writer_many_readers(tmp_path):
     finally:
         writer.close()
     waiter.join(30)
-    assert got and got[0].counts()["pages"] == 30
+    assert got and got[0].counts().pages == 30
     got[0].close()
 
 
@@ -294,17 +294,17 @@ def _three_batches(store) -> tuple[ServiceIndex, list[str]]:
 def _paused_merges(monkeypatch) -> tuple[threading.Event, threading.Event]:
     """Merges that wait before writing: the first event is set when one has begun, and it
     goes on once the second is."""
-    import neardup.index.service_index as index_module
+    import neardup.index.merges as merges_module
 
     entered, go = threading.Event(), threading.Event()
-    real = index_module.write_merged
+    real = merges_module.write_merged
 
     def slow(*args, **kwargs):
         entered.set()
         assert go.wait(30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(index_module, "write_merged", slow)
+    monkeypatch.setattr(merges_module, "write_merged", slow)
     return entered, go
 
 
@@ -373,7 +373,7 @@ def test_an_index_written_before_slots_gets_them_once(tmp_path, monkeypatch):
         assert ix.scan_graph.view() == graph
     with ServiceIndex(store) as ix:  # and it goes on
         ix.apply([PageUpdate("http://x/new", text=texts[5])])
-        assert ix.status("http://x/new")["group_id"] == ix.status("http://x/5")["group_id"]
+        assert ix.status("http://x/new").group_id == ix.status("http://x/5").group_id
 
 
 def _segments(rng: np.random.Generator, with_slots: bool) -> list:

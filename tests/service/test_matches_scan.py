@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from update_ops import op, texts, url
 
-import neardup.index.service_index as index_module
+import neardup.index.index_saves as index_saves_module
 from neardup.config import Settings
 from neardup.service import PageUpdate, ServiceIndex
 
@@ -44,8 +44,8 @@ def test_updates_give_the_partition_of_a_scan_of_the_final_pages(
 ):
     cfg = CONFIGS[config]
     if config == "saved":
-        monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
-        monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
+        monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
+        monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_SHARE", 10**9)
     pool = texts()
     base = tmp_path_factory.mktemp(config)
     store = base / "store"

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from crawl_texts import near_copies
 
-import neardup.index.service_index as index_module
+import neardup.index.index_saves as index_saves_module
+import neardup.index.opening as opening_module
 from neardup.config import Settings
 from neardup.index.files import band_save
 from neardup.index.files.saves import write_arrays
@@ -59,8 +60,8 @@ def _built_at_once(ix: ServiceIndex) -> tuple[object, ...]:
 def test_the_graph_opened_is_the_one_the_batches_built(
     tmp_path, monkeypatch, seed, max_bucket_pairs, every
 ):
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", every)
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", every)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_SHARE", 10**9)
     # Small buckets (max_bucket_pairs 2 or 3) make chains in key order; repeated texts make
     # classes of several pages; removals and rewrites leave pages out of the graph.
     settings = Settings(max_bucket_pairs=max_bucket_pairs)
@@ -95,9 +96,9 @@ def test_the_graph_opened_is_the_one_the_batches_built(
 
 KILL_SCRIPT = textwrap.dedent("""
     import sys
-    import neardup.index.service_index as index_module
+    import neardup.index.index_saves as index_saves_module
     from neardup.service import PageUpdate, ServiceError, ServiceIndex
-    index_module.GRAPH_EVERY_PAGES = 0  # this batch saves the graph's arrays
+    index_saves_module.GRAPH_EVERY_PAGES = 0  # this batch saves the graph's arrays
     ix = ServiceIndex(sys.argv[1])
     ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(sys.argv[2:])])
 """)
@@ -129,7 +130,7 @@ def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_versio
     """kill -9 once a batch is committed and its graph's arrays are written, before the
     manifest naming them: the last committed version (the batch, with the older arrays)
     opens whole, its pages replayed into the older arrays, and the writer goes on."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "s"
     texts = _texts(60, 7)
     with ServiceIndex(store) as ix:
@@ -162,9 +163,9 @@ def test_a_kill_after_the_graph_arrays_before_the_manifest_keeps_the_last_versio
 
 CHANGES_KILL_SCRIPT = textwrap.dedent("""
     import sys
-    import neardup.index.service_index as index_module
+    import neardup.index.index_saves as index_saves_module
     from neardup.service import PageUpdate, ServiceIndex
-    index_module.CHANGES_AT_CLOSE_PAGES = 0  # closing writes the graph's changes
+    index_saves_module.CHANGES_AT_CLOSE_PAGES = 0  # closing writes the graph's changes
     with ServiceIndex(sys.argv[1]) as ix:
         ix.apply([PageUpdate(f"http://k/{i}", text=t) for i, t in enumerate(sys.argv[2:])])
 """)
@@ -177,12 +178,12 @@ def test_a_kill_after_the_graph_changes_before_the_manifest_keeps_the_last_versi
     manifest naming them: the last version opens whole (its rows replayed into the save),
     the next writer removes the leftover folder, and its own changes written at close
     open with nothing to replay, as the graph it held."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "s"
     texts = _texts(60, 8)
     with ServiceIndex(store) as ix:  # saved after its batch
         ix.apply([PageUpdate(f"http://x/{i}", text=t) for i, t in enumerate(texts[:40])])
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 10**9)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 10**9)
     with _paused_in_a_save(CHANGES_KILL_SCRIPT, store, texts[40:]):
         during = read_manifest(store)
         assert "changes" not in during.meta and len(list(store.glob("changes-*"))) == 1
@@ -190,7 +191,7 @@ def test_a_kill_after_the_graph_changes_before_the_manifest_keeps_the_last_versi
         assert ix.replay_tail == ix.graph_tail > 0  # the batch, replayed into the save
         before = _graph(ix)
         assert before == _built_at_once(ix) and ix.consistency_errors() == []
-    monkeypatch.setattr(index_module, "CHANGES_AT_CLOSE_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "CHANGES_AT_CLOSE_PAGES", 0)
     with ServiceIndex(store) as ix:
         assert not list(store.glob("changes-*"))  # the leftover removed
         assert _graph(ix) == before
@@ -208,7 +209,7 @@ def test_closing_the_writer_saves_the_graph_once_enough_pages_wait(tmp_path, mon
     """Pages written since the saved arrays are replayed on opening; a writer that closes
     with more of them than `GRAPH_AT_CLOSE_PAGES` saves the arrays, and the next opening
     replays nothing."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 10**9)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 10**9)
     store = tmp_path / "s"
     texts = _texts(80, 9)
     with ServiceIndex(store) as ix:
@@ -216,7 +217,7 @@ def test_closing_the_writer_saves_the_graph_once_enough_pages_wait(tmp_path, mon
     assert graph_name(read_manifest(store)) is None  # few pages: nothing saved at close
     with ServiceIndex(store, read_only=True) as ix:
         assert ix.graph_tail == 0 and ix.graph_meta is None  # built at once
-    monkeypatch.setattr(index_module, "GRAPH_AT_CLOSE_PAGES", 10)
+    monkeypatch.setattr(index_saves_module, "GRAPH_AT_CLOSE_PAGES", 10)
     with ServiceIndex(store) as ix:  # opening saves (none was), the batch is replayed
         ix.apply([PageUpdate(f"http://y/{i}", text=t) for i, t in enumerate(texts[40:])])
         assert ix.graph_tail >= 40
@@ -234,7 +235,7 @@ def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_versio
     """A writer may save a new graph folder, commit, and delete the old folder between a
     reader's reading the manifest and mapping the arrays: the reader reads the manifest
     again and maps the new folder."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "s"
     texts = _texts(40, 11)
     with ServiceIndex(store) as ix:
@@ -247,7 +248,7 @@ def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_versio
         after = (store / "manifest.json").read_text()
     assert old != new and not (store / old).exists()
     (store / "manifest.json").write_text(before)  # what the reader read first
-    real = index_module.read_arrays
+    real = opening_module.read_arrays
     names = []
 
     def writer_commits_first(store_, name, arrays, **kw):
@@ -256,7 +257,7 @@ def test_a_reader_whose_graph_folder_is_replaced_under_it_reads_the_newer_versio
             (store / "manifest.json").write_text(after)
         return real(store_, name, arrays, **kw)
 
-    monkeypatch.setattr(index_module, "read_arrays", writer_commits_first)
+    monkeypatch.setattr(opening_module, "read_arrays", writer_commits_first)
     with ServiceIndex(store, read_only=True) as ix:
         assert names == [old, new] and _graph(ix) == built
 
@@ -298,7 +299,7 @@ def test_graph_arrays_missing_a_file_are_built_again(tmp_path, monkeypatch):
 def test_a_saved_index_missing_a_file_is_a_clear_error(tmp_path, monkeypatch):
     """A save holds the pages of the segments it replaced: one missing a file cannot be
     rebuilt from them, so opening it says so, reader or writer, and writes nothing."""
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
     store = tmp_path / "s"
     texts = _texts(40, 13)
     with ServiceIndex(store) as ix:

@@ -15,10 +15,11 @@ from crawl_texts import near_copies
 
 import neardup.index.files.saves as saves_module
 import neardup.index.files.store as layout_module
-import neardup.index.service_index as index_module
+import neardup.index.index_saves as index_saves_module
+import neardup.index.opening as opening_module
 from neardup.config import Settings
+from neardup.index.files.manifest_meta import saved_at as _saved_at
 from neardup.index.files.store import SEG_PREFIX, read_manifest, segment_version
-from neardup.index.service_index import _saved_at
 from neardup.service import PageUpdate, ServiceIndex
 
 
@@ -81,9 +82,9 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
     # With `changes`, a writer that closes (after every batch, saves every 30 pages) writes
     # the graph's changes since the save, and an opening takes them in and replays only
     # the rows after them.
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 30 if changes else 20)
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 10**9)
-    monkeypatch.setattr(index_module, "CHANGES_AT_CLOSE_PAGES", 0 if changes else 10**9)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 30 if changes else 20)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_SHARE", 10**9)
+    monkeypatch.setattr(index_saves_module, "CHANGES_AT_CLOSE_PAGES", 0 if changes else 10**9)
     monkeypatch.setattr(saves_module, "PART_ROWS", part_rows)
     linked: list[str] = []
     real_link = layout_module.os.link
@@ -160,21 +161,21 @@ def test_a_saved_index_opens_without_reading_its_pages(tmp_path, monkeypatch):
     with ServiceIndex(store) as ix:  # the writer saved the pages on opening (none saved yet)
         assert "pages" in read_manifest(store).meta["graph"]
     read = []
-    real = index_module.read_committed
+    real = opening_module.read_committed
 
     def reads(*args, **kw):
         got = real(*args, **kw)
         read.append(got[1].pages.num_rows)
         return got
 
-    monkeypatch.setattr(index_module, "read_committed", reads)
+    monkeypatch.setattr(opening_module, "read_committed", reads)
     with ServiceIndex(store) as ix:
         assert read == [0]  # every page came from the save
         for column in (ix.pages.key, ix.pages.group, ix.scan_graph.node):
             assert _mapped(column)
         assert _mapped(ix.pages.sigs.blocks[0])
         ix.apply([PageUpdate("http://b.example/new", text=texts[3])])
-        gid = ix.status("http://b.example/new")["group_id"]
+        gid = ix.status("http://b.example/new").group_id
         assert "http://b.example/3" in ix.groups[gid]  # found in the saved pages' graph
         assert _mapped(ix.pages.key)  # the new page went into the room saved after them
 

@@ -75,7 +75,7 @@ def test_batches_of_both_engines_mix_and_removals_go_through_either(
         assert split[first, then] == split["embedded", "embedded"], (first, then)
     assert _groups(store) == _groups(embedded)
     with ServiceIndex(embedded, read_only=True) as ix:
-        dups = sorted(u for u in ix.pages if ix.status(u)["is_duplicate"])
+        dups = sorted(u for u in ix.pages if ix.status(u).is_duplicate)
         gone, changed = dups[:3], dups[3:9]
     assert gone and len(changed) == 6
     # Six duplicates changed: each now a text of its own (so each leaves its group).
@@ -119,7 +119,7 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
         add_files(store, files[:1], batch=5, workers=1)
     with ServiceIndex(stores["spark"], read_only=True) as ix:  # saved by the next writer
         nodes = [u for u in sorted(ix.pages) if ix.scan_graph.node[ix.pages.slot(u)]]
-        gone = [u for u in nodes if len(ix.groups[ix.status(u)["group_id"]]) > 1][:3]
+        gone = [u for u in nodes if len(ix.groups[ix.status(u).group_id]) > 1][:3]
     assert gone  # pages with near copies, whose band keys their removal takes out
     applied = []
     real = ServiceIndex.apply_prepared
@@ -185,7 +185,7 @@ def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors
     process's table writer fails if it is called); the index, band keys, graph and pages,
     is the one the embedded engine saves with its own process's writer."""
     import neardup.index.engines.spark_jobs as spark_feed_module
-    import neardup.index.service_index as index_module
+    import neardup.index.index_saves as index_saves_module
     from neardup.index.files import band_save
 
     files = list(demo_crawl.warc_paths)
@@ -193,8 +193,8 @@ def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors
     for store in stores.values():
         add_files(store, files[:1], batch=50, workers=1)
         ServiceIndex(store).close()  # the first save, made as the writer opens
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_PAGES", 0)
-    monkeypatch.setattr(index_module, "GRAPH_EVERY_SHARE", 1 << 30)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_PAGES", 0)
+    monkeypatch.setattr(index_saves_module, "GRAPH_EVERY_SHARE", 1 << 30)
     saves: list[str] = []
     real_save = ServiceIndex._save_graph_now
 

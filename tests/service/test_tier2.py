@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from neardup.config import Settings
+from neardup.index.state.read_records import CheckMatch
 from neardup.index.state.tier2 import agreement_matrix, all_pairs
 from neardup.kernels import sketch_texts
 from neardup.service import (
@@ -176,8 +177,8 @@ def ix(tmp_path):
 def test_winner_counts_inlinks_through_redirects(ix):
     a, b = "http://mirror.example/a/very/long/path.html", "http://b.example/p"
     ix.apply([PageUpdate(a, text=doc("x"), links_in=1), PageUpdate(b, text=doc("x"), links_in=3)])
-    g = ix.status(a)["group_id"]
-    assert ix.group(g)["winner_url"] == b
+    g = ix.status(a).group_id
+    assert ix.group(g).winner_url == b
     # Old URLs that now redirect (through a chain) to `a` bring it their in-links.
     ix.apply(
         [
@@ -185,25 +186,25 @@ def test_winner_counts_inlinks_through_redirects(ix):
             PageUpdate("http://old.example/2", redirect_to=a, links_in=2),
         ]
     )
-    assert ix.group(g)["winner_url"] == a
-    assert {m["url"]: m["popularity"] for m in ix.group(g)["members"]} == {a: 5, b: 3}
+    assert ix.group(g).winner_url == a
+    assert {m.url: m.popularity for m in ix.group(g).members} == {a: 5, b: 3}
     # A popularity update of a redirect moves the credit too: 1 + 0 + 2 ties b's 3, and
     # the shorter URL wins the tie.
     ix.apply([PageUpdate("http://old.example/1", links_in=0)])
-    assert ix.group(g)["winner_url"] == b
+    assert ix.group(g).winner_url == b
     ix.apply([PageUpdate("http://old.example/1", links_in=4)])
-    assert ix.group(g)["winner_url"] == a
+    assert ix.group(g).winner_url == a
     ix.apply([PageUpdate("http://old.example/2", remove=True)])
-    assert ix.group(g)["winner_url"] == b  # the chain is broken: its credit is gone
-    assert ix.status(b)["is_duplicate"] is False and ix.status(a)["is_duplicate"]
+    assert ix.group(g).winner_url == b  # the chain is broken: its credit is gone
+    assert ix.status(b).is_duplicate is False and ix.status(a).is_duplicate
     assert ix.consistency_errors() == []
 
 
 def test_lsh_option_and_bad_options(tmp_path):
     with ServiceIndex(tmp_path / "s", options=ServiceOptions(tier2="lsh")) as ix:
         ix.apply([PageUpdate("http://a/1", text=doc("a")), PageUpdate("http://a/2", text=doc("a"))])
-        assert ix.status("http://a/2")["is_duplicate"]
-        assert ix.check(doc("a"))["is_duplicate"]
+        assert ix.status("http://a/2").is_duplicate
+        assert ix.check(doc("a")).is_duplicate
     with pytest.raises(ServiceError):
         ServiceIndex(tmp_path / "t", options=ServiceOptions(tier2="nope"))
     with pytest.raises(ServiceError):
@@ -219,7 +220,7 @@ def test_length_grid_persists(tmp_path):
     with ServiceIndex(tmp_path / "s") as ix:  # the stored options: lengths
         assert ix.options.tier2 == "lengths"
         assert ix.store_rows.map.to_json() == edges
-        assert ix.check(texts[3])["matches"][0]["url"] == "http://a/3"
+        assert ix.check(texts[3]).matches[0].url == "http://a/3"
 
 
 def _chain_texts() -> list[str]:
@@ -262,10 +263,10 @@ def test_short_page_with_an_empty_dimension_finds_its_duplicate(tmp_path):
         ix.apply([PageUpdate(f"http://f/{j}", text=t) for j, t in enumerate(fillers)])
         ix.apply([PageUpdate("http://a/base", text=base)])
         assert ix.store_rows.map is not None
-        assert ix.check(longer)["matches"][0]["url"] == "http://a/base"
+        assert ix.check(longer).matches[0].url == "http://a/base"
         ix.apply([PageUpdate("http://a/base", remove=True)])
         ix.apply([PageUpdate("http://a/longer", text=longer)])
-        assert ix.check(base)["matches"][0]["url"] == "http://a/longer"
+        assert ix.check(base).matches[0].url == "http://a/longer"
 
 
 def test_band_checks_find_what_the_scan_pairs_and_nothing_below_tau(tmp_path):
@@ -284,16 +285,16 @@ def test_band_checks_find_what_the_scan_pairs_and_nothing_below_tau(tmp_path):
             copy = " ".join(words)
             exact = _jaccard(copy, text)
             got = ix.check(copy)
-            urls = {m["url"] for m in got["matches"]}
+            urls = {m.url for m in got.matches}
             if exact >= 0.9:
                 assert f"http://o/{i}" in urls
-            assert all(m["resemblance"] >= ix.threshold for m in got["matches"])
-            assert ix.check(text)["matches"][0] == {
-                "url": f"http://o/{i}",
-                "group_id": ix.pages[f"http://o/{i}"].group_id,
-                "resemblance": 1.0,
-            }
-        assert ix.check(" ".join(rng.choice(vocab, 300)))["matches"] == []
+            assert all(m.resemblance >= ix.threshold for m in got.matches)
+            assert ix.check(text).matches[0] == CheckMatch(
+                url=f"http://o/{i}",
+                group_id=ix.pages[f"http://o/{i}"].group_id,
+                resemblance=1.0,
+            )
+        assert ix.check(" ".join(rng.choice(vocab, 300))).matches == ()
 
 
 def _jaccard(a: str, b: str, w: int = 5) -> float:

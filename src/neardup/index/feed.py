@@ -27,6 +27,7 @@ from neardup.index.engines.embedded import EmbeddedEngine
 from neardup.index.files.store import has_index, read_manifest
 from neardup.index.service_index import ServiceIndex, stored_config
 from neardup.index.state.prepare import PreparedBatch
+from neardup.index.state.read_records import as_dict
 from neardup.index.state.updates import PageUpdate, ServiceError, ServiceOptions
 from neardup.store.outputs import check_no_overlap
 
@@ -147,7 +148,7 @@ def add_files(
                 put(index, index.prepared([PageUpdate(u, links_in=inlinks[u]) for u in chunk]))
         totals["skipped"] = totals.get("skipped", 0) + sum(skipped.values())
         totals.update({f"skipped: {r}": n for r, n in sorted(skipped.items())})
-        return {**totals, **ix.result().counts()}
+        return {**totals, **as_dict(ix.result().counts())}
 
 
 def _held(index: ServiceIndex, url: str) -> bool:

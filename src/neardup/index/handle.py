@@ -19,6 +19,7 @@ from typing import Any
 
 from neardup.config import Settings
 from neardup.index.service_index import ServiceIndex
+from neardup.index.state.read_records import CheckResult, GroupView, IndexCounts, UrlStatus
 from neardup.index.state.updates import (
     BatchReport,
     PageUpdate,
@@ -92,7 +93,7 @@ class DuplicateIndex:
 
     def query(
         self, text: str | None = None, html: str | bytes | None = None, url: str | None = None
-    ) -> dict[str, Any] | None:
+    ) -> UrlStatus | CheckResult | None:
         """The group a page is in, its winner and the resemblance to it.
 
         With `url`: the stored page's status (`GET /status`), None for a URL the index has
@@ -105,7 +106,7 @@ class DuplicateIndex:
         with self.index.lock:
             return self.index.status(url)
 
-    def group(self, group_id: int) -> dict[str, Any] | None:
+    def group(self, group_id: int) -> GroupView | None:
         """A group's winner, members (resemblance to the winner, popularity) and the
         redirects into it (`GET /groups/{id}`); None for an unknown id."""
         with self.index.lock:
@@ -116,7 +117,7 @@ class DuplicateIndex:
         with self.index.lock:
             return {g: frozenset(m) for g, m in self.index.groups.items() if m}
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> IndexCounts:
         """Live pages, redirects, groups and groups of more than one page."""
         with self.index.lock:
             return self.index.counts()

@@ -42,17 +42,23 @@ from neardup.door import (
 )
 from neardup.index.service_index import ServiceIndex
 from neardup.index.state.prepare import prepare_batch
+from neardup.index.state.read_records import as_dict
 from neardup.index.state.updates import PageUpdate, SelfRedirect, ServiceError, UnknownPage
 from neardup.kernels.jit import start as start_jit
 from neardup.service.api_models import (
     MAX_URL,
     TAGS,
     CheckIn,
+    CheckResultOut,
     CheckText,
     GroupId,
+    GroupViewOut,
     PagesIn,
     RemoveIn,
+    SummaryOut,
     Url,
+    UrlStatusOut,
+    answer,
     error_responses,
     page_updates,
 )
@@ -179,19 +185,21 @@ def create_service_app(
         "/status",
         responses=error_responses(404, 422, described={404: "unknown url"}),
     )
-    async def status(url: Annotated[Url, Query(max_length=MAX_URL)]) -> dict[str, Any]:
+    async def status(url: Annotated[Url, Query(max_length=MAX_URL)]) -> UrlStatusOut:
         """Group, winner and duplicate status of a stored URL."""
         out = ix.read(lambda copy: copy.status(url))
         if out is None:
             raise HTTPException(404, f"unknown url: {url}")
-        return out
+        return answer(UrlStatusOut, out)
 
     @app.post("/check", responses=error_responses(422))
-    def check(body: Annotated[CheckIn, Body()]) -> dict[str, Any]:
+    def check(body: Annotated[CheckIn, Body()]) -> CheckResultOut:
         """Would this text (or html) be a duplicate? Nothing is stored."""
         if isinstance(body, CheckText):
-            return ix.read(lambda copy: copy.check(text=body.text), locked=False)
-        return ix.read(lambda copy: copy.check(html=body.html), locked=False)
+            out = ix.read(lambda copy: copy.check(text=body.text), locked=False)
+        else:
+            out = ix.read(lambda copy: copy.check(html=body.html), locked=False)
+        return answer(CheckResultOut, out)
 
     token = [Depends(bearer)]  # documents the bearer scheme; the door checks the token
     refused = refusal_responses(*PROTECTED)
@@ -230,24 +238,24 @@ def create_service_app(
         "/groups/{group_id}",
         responses=error_responses(404, 422, described={404: "unknown group"}),
     )
-    async def group(group_id: Annotated[GroupId, PathParam()]) -> dict[str, Any]:
+    async def group(group_id: Annotated[GroupId, PathParam()]) -> GroupViewOut:
         """A group: winner, members with their resemblance to it, redirects into it."""
         out = ix.read(lambda copy: copy.group(group_id))
         if out is None:
             raise HTTPException(404, f"unknown group: {group_id}")
-        return out
+        return answer(GroupViewOut, out)
 
     @app.get("/")
-    def summary() -> dict[str, Any]:
+    def summary() -> SummaryOut:
         """The store, its counts and its sketch settings."""
         return ix.read(
-            lambda copy: {
-                "store": str(copy.store),
-                **copy.counts(),
-                "threshold": copy.threshold,
-                "bands": copy.bands,
-                "rows": copy.rows,
-            }
+            lambda copy: SummaryOut(
+                store=str(copy.store),
+                **as_dict(copy.counts()),
+                threshold=copy.threshold,
+                bands=copy.bands,
+                rows=copy.rows,
+            )
         )
 
     return app

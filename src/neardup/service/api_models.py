@@ -10,7 +10,7 @@ server agree on what is valid. Body models are strict: `"3"` is not an integer h
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -195,3 +195,77 @@ def error_responses(
     any route's, are listed by `door.refusal_responses`."""
     what = {**ANSWERS, **(described or {})}
     return {c: {"model": Error, "description": what[c]} for c in codes}
+
+
+# ---------------------------------------------------------------- answers
+# The reads' answers, field for field the index's records (`index/state/read_records.py`),
+# built from them (`answer`); `tests/service/test_read_records.py` pins the two field sets.
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class UrlStatusOut(_Answer):
+    url: str
+    removed: bool
+    redirect_chain: list[str]
+    final_url: str
+    group_id: int | None
+    winner_url: str | None
+    is_duplicate: bool
+    verified: bool
+    resemblance: float | None
+
+
+class GroupMemberOut(_Answer):
+    url: str
+    winner: bool
+    verified: bool
+    resemblance: float
+    links_in: int
+    popularity: int
+
+
+class GroupViewOut(_Answer):
+    group_id: int
+    winner_url: str
+    size: int
+    members: list[GroupMemberOut]
+    redirects: list[str]
+
+
+class CheckMatchOut(_Answer):
+    url: str
+    group_id: int | None
+    resemblance: float
+
+
+class CheckResultOut(_Answer):
+    is_duplicate: bool
+    group_id: int | None
+    winner_url: str | None
+    resemblance: float | None
+    matches: list[CheckMatchOut]
+    length: int
+
+
+class SummaryOut(_Answer):
+    """`GET /`: the store, its counts (`IndexCounts`' fields) and its sketch settings."""
+
+    store: str
+    pages: int
+    redirects: int
+    groups: int
+    duplicate_groups: int
+    threshold: float
+    bands: int
+    rows: int
+
+
+A = TypeVar("A", bound=_Answer)
+
+
+def answer(model: type[A], record: object) -> A:
+    """The API's answer `model` of one of the index's read records."""
+    return model.model_validate(record, from_attributes=True)

@@ -70,7 +70,13 @@ class Served:
         with self._writes:
             try:
                 report = writer.apply_prepared(prepared, t0)  # the reads are on the other copy
-            except ServiceError:  # the batch refused: nothing committed, nothing to follow
+            except ServiceError:  # the batch refused: nothing committed, nothing to follow;
+                # but the writer's copy read its last commit again and saved it if no save
+                # held it: the other copy maps that save too, or the next batch's would not
+                # be of its pages.
+                self._point(1)
+                reader.map_saved(writer.graph_meta)
+                self._point(0)
                 raise
             except BaseException:  # the files (a full disk, a merge, a save of the graph):
                 self._point(1)  # the writer's copy holds its last commit, whichever it is;

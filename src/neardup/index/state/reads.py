@@ -3,50 +3,56 @@
 Why here, as functions of the state (`IndexState`), and not methods of `ServiceIndex`: a
 read needs the pages, groups, winners and graph in memory and nothing of the files or the
 locks, so the index class keeps only its locking around them, and a reader sees every
-answer the API gives in one module. The answers are the plain dicts the API's response
-models (`service/api_models.py`) declare.
+answer the API gives in one module. The answers are the frozen records of
+`read_records.py`, whose fields the API's response models (`service/api_models.py`)
+declare.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
 from neardup.index.state.index_state import IndexState
 from neardup.index.state.prepare import PageSketch
+from neardup.index.state.read_records import (
+    CheckMatch,
+    CheckResult,
+    GroupMember,
+    GroupView,
+    IndexCounts,
+    UrlStatus,
+)
 from neardup.ingest.eligibility import enough_words
 
 
-def status(st: IndexState, url: str) -> dict[str, Any] | None:
+def status(st: IndexState, url: str) -> UrlStatus | None:
     """Group, winner and duplicate status of a stored URL (following redirects)."""
     p = st.pages.get(url)
     if p is None:
         return None
     final, chain = st.resolve(url)
     fp = st.pages.get(final)
-    out: dict[str, Any] = {
-        "url": url,
-        "removed": p.removed,
-        "redirect_chain": chain[1:],
-        "final_url": final,
-        "group_id": None,
-        "winner_url": None,
-        "is_duplicate": False,
-        "verified": False,
-        "resemblance": None,
-    }
     if p.removed or fp is None or fp.removed or fp.group_id is None:
-        return out
-    winner = st.winners.get(fp.group_id)
-    out.update(group_id=fp.group_id, winner_url=winner, verified=fp.verified)
-    out["resemblance"] = resemblance_to_winner(st, fp.signature, fp.group_id)
+        return UrlStatus(url, p.removed, tuple(chain[1:]), final, None, None, False, False, None)
+    gid = fp.group_id
+    winner = st.winners.get(gid)
     # A redirect is a duplicate of what it leads to; a loser only once verified.
-    out["is_duplicate"] = bool(len(chain) > 1 or (final != winner and fp.verified))
-    return out
+    duplicate = bool(len(chain) > 1 or (final != winner and fp.verified))
+    return UrlStatus(
+        url=url,
+        removed=p.removed,
+        redirect_chain=tuple(chain[1:]),
+        final_url=final,
+        group_id=gid,
+        winner_url=winner,
+        is_duplicate=duplicate,
+        verified=fp.verified,
+        resemblance=resemblance_to_winner(st, fp.signature, gid),
+    )
 
 
-def group(st: IndexState, gid: int) -> dict[str, Any] | None:
+def group(st: IndexState, gid: int) -> GroupView | None:
+    """A group's members (the winner first) and the redirects into it."""
     members = st.groups.get(gid)
     if not members:
         return None
@@ -56,25 +62,12 @@ def group(st: IndexState, gid: int) -> dict[str, Any] | None:
         p = st.pages[url]
         sim = resemblance_to_winner(st, p.signature, gid) or 0.0
         rows.append(
-            {
-                "url": url,
-                "winner": url == winner,
-                "verified": p.verified,
-                "resemblance": sim,
-                "links_in": p.links_in,
-                "popularity": st.popularity(url),
-            }
+            GroupMember(url, url == winner, p.verified, sim, p.links_in, st.popularity(url))
         )
     redirects = sorted(
         {u for m in members for u in st.redirects.upstream(m) if st.resolve(u)[0] in members}
     )
-    return {
-        "group_id": gid,
-        "winner_url": winner,
-        "size": len(members),
-        "members": rows,
-        "redirects": redirects,
-    }
+    return GroupView(gid, winner, len(members), tuple(rows), tuple(redirects))
 
 
 def resemblance_to_winner(st: IndexState, signature: np.ndarray | None, gid: int) -> float | None:
@@ -88,24 +81,20 @@ def resemblance_to_winner(st: IndexState, signature: np.ndarray | None, gid: int
     return float((signature == wp.signature).mean())
 
 
-def matches(st: IndexState, sk: PageSketch) -> dict[str, Any]:
+def matches(st: IndexState, sk: PageSketch) -> CheckResult:
     """Which stored group a sketch would join, without adding it (a tier-2 lookup), and its
     resemblance to that group's winner (`ServiceIndex.check`, under its lock)."""
-    found = [
-        {"url": url, "group_id": st.pages[url].group_id, "resemblance": sim}
-        for url, sim in neighbours(st, sk)
-    ]
-    found.sort(key=lambda m: (-m["resemblance"], m["url"]))
-    best = found[0] if found else None
-    gid = best["group_id"] if best else None
-    return {
-        "is_duplicate": best is not None,
-        "group_id": gid,
-        "winner_url": st.winners.get(gid) if gid is not None else None,
-        "resemblance": resemblance_to_winner(st, sk.signature, gid) if gid is not None else None,
-        "matches": found[:10],
-        "length": sk.n_tokens,
-    }
+    found = [CheckMatch(url, st.pages[url].group_id, sim) for url, sim in neighbours(st, sk)]
+    found.sort(key=lambda m: (-m.resemblance, m.url))
+    gid = found[0].group_id if found else None
+    return CheckResult(
+        is_duplicate=bool(found),
+        group_id=gid,
+        winner_url=st.winners.get(gid) if gid is not None else None,
+        resemblance=resemblance_to_winner(st, sk.signature, gid) if gid is not None else None,
+        matches=tuple(found[:10]),
+        length=sk.n_tokens,
+    )
 
 
 def neighbours(st: IndexState, sk: PageSketch) -> list[tuple[str, float]]:
@@ -125,11 +114,7 @@ def neighbours(st: IndexState, sk: PageSketch) -> list[tuple[str, float]]:
     return out
 
 
-def counts(st: IndexState) -> dict[str, int]:
+def counts(st: IndexState) -> IndexCounts:
+    """Live pages, redirects, groups and groups of more than one page."""
     live, redirects = st.pages.counts()
-    return {
-        "pages": live,
-        "redirects": redirects,
-        "groups": len(st.groups),
-        "duplicate_groups": st.groups.count(2),
-    }
+    return IndexCounts(live, redirects, len(st.groups), st.groups.count(2))
