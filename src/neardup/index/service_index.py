@@ -162,8 +162,7 @@ class ServiceIndex:
         return self.committed.replay_tail
 
     def _open(self, settings: Settings | None, options: ServiceOptions | None) -> None:
-        """The settings and options (the store's, checked against those given), then the
-        last committed version; an index of an older neardup is converted first."""
+        """The settings and options (`opened_config`), then the last committed version."""
         manifest = read_manifest(self.store)
         if manifest is None and (self.store / LEGACY_DB).is_file():
             if self.read_only:
@@ -211,9 +210,8 @@ class ServiceIndex:
         return self.apply_prepared(self.prepared(updates), t0)
 
     def prepared(self, updates: Iterable[PageUpdate]) -> PreparedBatch:
-        """A batch keyed by URL, turned into text and sketched as this index takes it
-        (`prepare.prepare_batch` with its settings, the URL rule applied). It needs no
-        state: done before the lock, for the whole batch."""
+        """A batch keyed by URL and sketched as this index takes it (`prepare_batch`, the URL
+        rule applied); it needs no state: done before the lock."""
         return prepare_batch(updates, self.settings, self.options.dims, by_url=True)
 
     def saved_queries(
@@ -235,12 +233,9 @@ class ServiceIndex:
         lookups: BatchLookups = HERE,
         write_tables: TableWriter = fill_tables,
     ) -> BatchReport:
-        """`apply` of a batch already sketched by `prepare.prepare_batch` with this index's
-        settings (elsewhere: another process, while this one applies the previous batch).
-        `lookups`: what the engine found elsewhere of the saved arrays for the keys
-        `saved_queries` named, and where the batch's saved sketches are compared
-        (`engines.IndexEngine.lookups`; by default all is read here). `write_tables`: who
-        writes the band tables of a save the batch makes (the engine's)."""
+        """`apply` of a batch `prepared` (perhaps elsewhere, meanwhile). `lookups`: what the
+        engine found of the saved arrays for the keys `saved_queries` named (by default
+        read here); `write_tables`: who writes a save's band tables (the engine's)."""
         t0 = time.perf_counter() if t0 is None else t0
         if self.writer is None:
             raise ServiceError(f"{self.store} is open read-only: it takes no updates")
@@ -255,8 +250,7 @@ class ServiceIndex:
                 except BaseException:
                     self._load()  # memory never runs ahead of the last commit
                     raise
-            # After the lock: saving the graph only reads it, as reads do, so they need not
-            # wait for it (the next batch does, holding `_writing`).
+            # After the lock: a save only reads, so reads need not wait (the next batch does).
             if index_saves.save_due(self.committed, self.pages.n):
                 self._save_graph_now(write_tables)
         self._merge_due()  # after the lock: reads need not wait for a merge
@@ -281,11 +275,9 @@ class ServiceIndex:
         index_saves.save_changes(self.committed, self.state)
 
     def follow(self, prepared: PreparedBatch, graph: dict[str, Any] | None) -> None:
-        """Apply in memory a batch that another copy of this index (the writer, in this
-        process) applied and committed, so that this copy holds the same version: the
-        server's copy for reads (`served.py`). Nothing is written. `graph`: the writer's
-        saved graph after the batch; when it saved a new one, this copy maps it too (its
-        overlay then stays as small as the writer's)."""
+        """Apply in memory a batch another copy of this index (the writer) committed, so this
+        copy holds the same version (`served.py`); nothing is written. `graph`: the writer's
+        save after the batch, mapped here too when new (the overlay stays as small)."""
         with self.lock, no_collection():
             try:
                 compute_batch(self.state, prepared)
@@ -302,10 +294,9 @@ class ServiceIndex:
             index_saves.map_graph(self.committed, self.state, self.lock, graph)
 
     def close(self, write_tables: TableWriter = fill_tables) -> None:
-        """Save the graph's arrays if many pages were written since they were (so the next
-        opening maps them instead of replaying those pages), or else the graph's changes,
-        then release the writer lock (committed batches stay). `write_tables`: who writes
-        a save's band tables (the engine's: here, or a Spark add's executors)."""
+        """Save the state, or the graph's changes, when due (`index_saves.due_at_close`: so
+        the next opening replays few pages), then release the writer lock. `write_tables`:
+        who writes a save's band tables (the engine's)."""
         try:
             if self.writer is not None and self._opened:
                 due = index_saves.due_at_close(self.committed, self.pages.n)
