@@ -78,7 +78,7 @@ def one_array(column: pa.ChunkedArray) -> pa.Array:
 def slot_order(rows: pa.Table) -> np.ndarray | None:
     """The order that puts page rows at their slots (the `slot` column), None when they are
     already there; rows of an older neardup have no slot and take their row's place (the
-    writer then saves them once with slots, `ServiceIndex._give_slots`)."""
+    writer then saves them once with slots, `files/legacy.give_slots`)."""
     col = rows.column("slot")
     if col.null_count or not rows.num_rows:
         return None
