@@ -1,5 +1,5 @@
-"""The Spark near stage's files: signatures and bucket keys written by the ingest tasks, read
-by the part tasks by row (issue 47).
+"""The Spark near stage's files: signatures, bucket keys and class rows written by the ingest
+tasks, read by the part tasks by row (issue 47).
 
 Why files: after the ingest, Spark spent most of its time moving signatures and keys
 through its own rows: the band keys through a shuffle (85 task-s at a million pages), the
@@ -9,21 +9,25 @@ mapped matrix (`steps/near_parts.py`). Here an ingest task, while it holds a ran
 sketches, also writes
 
 - `near_sigs/range-NNNNN.npy`: a row per record of the range, by its local id (zeros for a
-  record without text), with its min-hash signature and super-shingles (`sig_dtype`), so
-  that any task reads the signature of a page by its document id (`RangeRows`);
-- `near_keys/keys-NNNNN.npy` and `bounds-NNNNN.npy`: the bucket keys of its eligible pages
-  (`near_pairs.candidate_keys`), dealt into `FINE_PARTS` parts by (table, key)
+  record without text), with its min-hash signature, super-shingles and page key
+  (`sig_dtype`), so that any task reads them by the page's document id (`RangeRows`);
+- `near_keys/keys-NNNNN.npy` and `keys-bounds-NNNNN.npy`: the bucket keys of its eligible
+  pages (`near_pairs.candidate_keys`), dealt into `FINE_PARTS` parts by (table, key)
   (`kernels.buckets.key_parts`, the one partitioning) and stored in part order, with each
-  part's bounds.
+  part's bounds;
+- `near_keys/class-NNNNN.npy` and `class-bounds-NNNNN.npy`: its eligible pages' shingle-set
+  fingerprints and page keys, dealt into the fine parts by the fingerprint.
 
-After the classes, a task takes a run of fine parts (every bucket whole in it), reads its
-slice of every range's keys, drops the pages that do not represent their class, pairs the
-buckets with `partition_pairs` and deals the pairs by their own hash into verification
-parts (`bucket_part`), as `near_parts` does; a verification task verifies its part's pairs
-once each with `near_pairs.verify_pairs`, reading the signatures by document id, and
-writes its edges as a Parquet file (`verify_part`). Nothing but counts passes through the
-driver, and no row passes through Spark. The files lie in the work folder, which every
-executor already reaches (the ingest tasks' files are there).
+A class task takes a run of fine parts of the class rows (every class whole in it) and
+writes the classes (`class_part`). A pair task takes a run of fine parts of the keys (every
+bucket whole in it), reads its slice of every range's keys, drops the pages that do not
+represent their class, pairs the buckets with `partition_pairs` and deals the pairs by
+their own hash into verification parts (`bucket_part`), as `near_parts` does; a
+verification task verifies its part's pairs once each with `near_pairs.verify_pairs`,
+reading the signatures by document id, and writes its edges as a Parquet file
+(`verify_part`). Only counts go back to the driver, and no row passes through Spark. The
+files lie in the work folder, which every executor already reaches (the ingest tasks'
+files are there).
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ def _save(path: Path, array: np.ndarray) -> None:
 
 
 def sig_path(work: Path, range_idx: int) -> Path:
+    """A range's signature file."""
     return work / SIGS / f"range-{range_idx:05d}.npy"
 
 
