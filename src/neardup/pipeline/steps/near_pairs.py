@@ -13,8 +13,7 @@ clustering would drift from the scan's, so each choice is made here and only her
   keys;
 - `tie_order`: the order of every tie (page key, then input order, or the index's URL);
 - `equivalence_classes`: pages with one shingle set collapse to the page with the lowest key
-  (the scan and the index; Spark computes the same `first_value` with the window
-  `class_representative_sql`, the cross-crawl comparison none);
+  (the scan, the index and Spark's near tasks; the cross-crawl comparison none);
 - `band_shape` / `lsh_shape`: how many LSH bands of how many rows (as set, else tuned recall
   first from the threshold);
 - `candidate_keys`: which bucket keys a page has (LSH bands, or Fetterly's megashingles for
@@ -108,17 +107,11 @@ def tie_order(keys: np.ndarray, then: np.ndarray | None = None) -> np.ndarray:
     `then`, and what is still equal by position. The one order of every tie: the scan
     passes its pages in doc_id order (`then` None), the index the rank of each URL, as it
     has no input order (its reference scan reads pages in URL order, so both pick the same
-    page); Spark's window is `class_representative_sql`."""
+    page)."""
     keys = np.asarray(keys, dtype=np.int64)
     if then is None:
         return np.argsort(keys, kind="stable")
     return lexsort_pair(np.asarray(then, dtype=np.int64), keys)
-
-
-def class_representative_sql(fingerprint: str = "shingle_fp") -> str:
-    """`equivalence_classes` as a Spark SQL window over rows (doc_id, order_key, and the
-    shingle-set fingerprint column): each row's class representative, by the same order."""
-    return f"first_value(doc_id) OVER (PARTITION BY {fingerprint} ORDER BY order_key, doc_id)"
 
 
 def equivalence_classes(shingle_fp: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
