@@ -54,7 +54,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from index_increment import engine_args, rows_since_save, split_lines  # noqa: E402
-from index_memory import PYTHON  # noqa: E402
+from index_memory import PYTHON, REPORT_AT_EXIT, STATUS_FIELDS  # noqa: E402
 from service_scale import free_port, parity  # noqa: E402
 
 OUT = BENCH / "out" / "index_at_scale"
@@ -65,7 +65,8 @@ SAVE_AT_LEAST, SAVE_SHARE = 4096, 8  # service_index.GRAPH_EVERY_PAGES / _SHARE 
 # `neardup add ...` as the command line runs it (cli.main), with each save of the index
 # timed and its bytes written by this process counted; the process's memory and I/O figures
 # written, as it ends, to the file named by the first argument (its saves to FILE.saves).
-_CHILD = r"""
+_CHILD = (
+    r"""
 import json, os, sys, time
 out = sys.argv[1]
 sys.argv = ["neardup", *sys.argv[2:]]
@@ -117,27 +118,17 @@ hooked("_save_graph_now")
 hooked("_save_changes_now")
 
 
+"""
+    + STATUS_FIELDS
+    + r"""
+
 def report():
-    fields = {}
-    for line in open("/proc/self/status"):
-        key, _, value = line.partition(":")
-        if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
-            fields[key] = int(value.split()[0]) // 1024
+    fields = status_fields()
     fields["io"] = io()
     open(out, "w").write(json.dumps(fields))
-
-
-leave = cli._leave_now  # `add` ends with it (no interpreter tear-down): report first
-
-
-def reported_leave(code):
-    report()
-    leave(code)
-
-
-cli._leave_now = reported_leave
-cli.main()
 """
+    + REPORT_AT_EXIT
+)
 
 OPEN = r"""
 import json, sys, time
@@ -664,6 +655,15 @@ def main() -> None:
     print_table(common, summary)
 
 
+def peaks(s: dict, kind: str) -> str:
+    """The runs' peak RSS of an add (`kind`: increment or eighth), each with its anonymous and
+    file-mapped peaks: "P (A / F), ..." in MiB."""
+    runs = zip(
+        s[f"{kind}_peak_mib"], s[f"{kind}_peak_anon_mib"], s[f"{kind}_peak_file_mib"], strict=True
+    )
+    return ", ".join(f"{p} ({a} / {f})" for p, a, f in runs)
+
+
 def print_table(common: dict, s: dict) -> None:
     mib = 1 << 20
     rows = [
@@ -678,29 +678,13 @@ def print_table(common: dict, s: dict) -> None:
         ),
         (
             "1 % add: peak RSS MiB (anon / file peaks)",
-            ", ".join(
-                f"{p} ({a} / {f})"
-                for p, a, f in zip(
-                    s["increment_peak_mib"],
-                    s["increment_peak_anon_mib"],
-                    s["increment_peak_file_mib"],
-                    strict=True,
-                )
-            ),
+            peaks(s, "increment"),
         ),
         ("1 % add: saves (graph or changes at close)", str(s["increment_saves"])),
         ("eighth add: pages, wall s", f"{s['eighth_pages']:,}, {s['eighth_s']}"),
         (
             "eighth add: peak RSS MiB (anon / file peaks)",
-            ", ".join(
-                f"{p} ({a} / {f})"
-                for p, a, f in zip(
-                    s["eighth_peak_mib"],
-                    s["eighth_peak_anon_mib"],
-                    s["eighth_peak_file_mib"],
-                    strict=True,
-                )
-            ),
+            peaks(s, "eighth"),
         ),
         ("eighth add: graph saves", str(s["eighth_graph_saves"])),
         (

@@ -32,24 +32,19 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 PYTHON = BENCH.parent / ".venv" / "bin" / "python"
 
-# Runs `neardup add ...` as the command line does, then writes the process's memory figures
-# (from /proc/self/status) to the file named by the first argument.
-_CHILD = """
-import sys
-out = sys.argv[1]
-sys.argv = ["neardup", *sys.argv[2:]]
-import neardup.cli.main as cli
-
-
-def report():
+# The child's pieces, shared with bench/index_at_scale.py's: its memory figures from
+# /proc/self/status (MiB), and `neardup add`'s own exit (no interpreter tear-down), made to
+# call the child's `report()` first.
+STATUS_FIELDS = """
+def status_fields():
     fields = {}
     for line in open("/proc/self/status"):
         key, _, value = line.partition(":")
         if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
             fields[key] = int(value.split()[0]) // 1024
-    open(out, "w").write(repr(fields))
-
-
+    return fields
+"""
+REPORT_AT_EXIT = """
 leave = cli._leave_now  # `add` ends with it (no interpreter tear-down): report first
 
 
@@ -61,6 +56,24 @@ def reported_leave(code):
 cli._leave_now = reported_leave
 cli.main()
 """
+
+# Runs `neardup add ...` as the command line does, then writes the process's memory figures
+# (from /proc/self/status) to the file named by the first argument.
+_CHILD = (
+    """
+import sys
+out = sys.argv[1]
+sys.argv = ["neardup", *sys.argv[2:]]
+import neardup.cli.main as cli
+"""
+    + STATUS_FIELDS
+    + """
+
+def report():
+    open(out, "w").write(repr(status_fields()))
+"""
+    + REPORT_AT_EXIT
+)
 
 
 def run_add(
