@@ -2,10 +2,10 @@
 the page table, the groups and winners), or the graph's changes since that save as a
 `changes-N/` folder, each committed as a version; and the state mapped from a save.
 
-A save only reads the state (what was added since is folded in first, under the index's
-lock), so reads need not wait for it; the next batch does. Why functions here: a save
-needs the committed version (`committed.Committed`), the state and the index's lock, and
-nothing else of the index.
+A save only reads the state (each store's saved arrays and what changed since, merged a
+block at a time as the files take them), so reads need not wait for it; the next batch
+does. Why functions here: a save needs the committed version (`committed.Committed`), the
+state and the index's lock, and nothing else of the index.
 """
 
 from __future__ import annotations
@@ -63,16 +63,19 @@ def save_graph(
     the new folder (its overlay dropped from memory) and the old folders removed (a reader
     that mapped them keeps its mapping). `write_tables`: who writes the band tables."""
     return_freed()  # the batches' freed blocks, before the save makes its own
-    with lock:  # what is added since is folded in, so the save only reads
-        state.pages.fold()
-        state.groups.fold()
-        state.winners.fold()
+    # Nothing is folded in memory first: each store hands its saved arrays with what changed
+    # since merged in, block by block (`state/merged_runs.py`), and reads only; batches wait
+    # for the save (`ServiceIndex._writing`), reads need not.
     store = committed.store
     with committed.lock:
         old = committed.manifest
         name = f"{GRAPH_PREFIX}{old.version + 1:08d}"  # a version's number is used once
         n = state.pages.n
-        room = n // GRAPH_EVERY_SHARE + 1024  # for the next batches' pages
+        # Slots for the next batches' pages: the next save is due once the rows written
+        # since pass n/7 (`save_due`: 8 x rows > n + new pages), so with a batch more the
+        # columns never outgrow the room before it (a grow copies every column: at a
+        # million pages 35 MiB, made just before the save, when room was n/8).
+        room = n // max(GRAPH_EVERY_SHARE - 1, 1) + 1024
         before, changed = committed.graph_meta, committed.changes_meta
         mapped = None if before is None else store / str(before["name"])
         written = sorted_distinct(np.concatenate(committed.written))

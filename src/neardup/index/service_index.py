@@ -262,6 +262,13 @@ class ServiceIndex:
         merge_due(self.committed, self._merging)
 
     def _fold_if_due(self) -> None:
+        """Between batches. The writer folds no overlay into new arrays in memory: its next
+        save merges them in as it writes (`index_saves.save_graph`), and a fold before it
+        made the arrays the save streams and held them until then (at a million pages,
+        166 MiB of them). A copy that follows another's batches never saves: it folds."""
+        if self.writer is not None:
+            self.groups.freeze()
+            return
         self.pages.fold_if_due()
         self.groups.fold_if_due()
         self.winners.fold_if_due()

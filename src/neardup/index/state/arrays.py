@@ -127,21 +127,33 @@ def string_blocks(prefix: str, strings: pa.Array | pa.ChunkedArray) -> RowBlocks
     bytes one after the other (`PREFIX_bytes`) and where each starts (`PREFIX_offsets`,
     one more than the strings), written a chunk at a time."""
     chunks = strings.chunks if isinstance(strings, pa.ChunkedArray) else [strings]
-    chunks = [c.cast(pa.large_string()) for c in chunks if len(c)]
-    spans = [_string_span(c) for c in chunks]
-    total = sum(int(o[-1] - o[0]) for o, _ in spans)
+    return strings_in_blocks(prefix, len(strings), lambda: chunks)
 
-    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+
+def strings_in_blocks(
+    prefix: str, count: int, blocks: Callable[[], Iterable[pa.Array]]
+) -> RowBlocks:
+    """`count` strings made a block at a time by `blocks` (called twice: once to size the
+    files, once to write them), as `string_blocks` writes them: a save's strings in a new
+    order (the winners' URLs in group order) without all of them in memory at once."""
+
+    def spans() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for block in blocks():
+            if len(block):
+                yield _string_span(block.cast(pa.large_string()))
+
+    total = sum(int(offsets[-1] - offsets[0]) for offsets, _ in spans())
+
+    def rows() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield np.zeros(1, np.int64), np.zeros(0, np.uint8)
         at = 0
-        for offsets, data in spans:
+        for offsets, data in spans():
             yield offsets[1:] - offsets[0] + at, data
             at += int(offsets[-1] - offsets[0])
 
-    count = sum(len(c) for c in chunks)
     return RowBlocks(
         {f"{prefix}_offsets": ((count + 1,), np.int64), f"{prefix}_bytes": ((total,), np.uint8)},
-        blocks(),
+        rows(),
     )
 
 

@@ -70,9 +70,9 @@ def graph_arrays(
         col = getattr(graph, name)
         pad = np.zeros(room, col.dtype)
         yield RowBlocks({name: ((n + room,), col.dtype)}, [(col[:n],), (pad,)])
-    yield from graph.classes.arrays().items()
-    yield from graph.pairs.arrays().items()
-    yield from graph.edges.arrays(n).items()
+    yield graph.classes.arrays()
+    yield graph.pairs.arrays()
+    yield from graph.edges.arrays(n)
     yield graph.buckets.saved(before, writer)
 
 

@@ -12,10 +12,13 @@ and change them through these few methods, and never see which part is the base.
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 
 import numpy as np
 
+from neardup.index.state.arrays import FilledInPlace, RowBlocks
 from neardup.index.state.found import Found, hits
+from neardup.index.state.merged_runs import BLOCK, merged_rows
 from neardup.index.state.overlay import Overlay
 from neardup.kernels.sorting import sorted_distinct
 
@@ -57,18 +60,15 @@ class ShingleClasses:
         for fp, got in zip(todo.tolist(), members, strict=True):
             self.over.set_members(fp, got)
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The classes as sorted base arrays, the overlay folded in (`cls_fp`, `cls_slot`)."""
-        over = self.over.keys_array()
-        keep = ~np.isin(self.fp, over) if over.size else slice(None)
-        cf = [np.asarray(self.fp[keep])]
-        cs = [np.asarray(self.slot[keep], np.int64)]
-        for fp, members in self.over.items():
-            cf.append(np.full(len(members), fp, np.int64))
-            cs.append(np.fromiter(sorted(members), np.int64, len(members)))
-        cls_fp, cls_slot = np.concatenate(cf), np.concatenate(cs)
-        o = np.argsort(cls_fp, kind="stable")
-        return {"cls_fp": cls_fp[o], "cls_slot": cls_slot[o]}
+    def arrays(self) -> RowBlocks:
+        """The classes as sorted base arrays, the overlay merged in block by block
+        (`cls_fp`, `cls_slot`; a class's pages ascending)."""
+        changed = sorted_distinct(self.over.keys_array())
+        fps = [np.full(len(self.over[fp]), fp, np.int64) for fp in changed.tolist()]
+        slots = [np.sort(np.fromiter(self.over[fp], np.int64)) for fp in changed.tolist()]
+        new = [joined(fps, np.int64), joined(slots, np.int64)]
+        specs = {"cls_fp": np.int64, "cls_slot": np.int64}
+        return merged_rows(specs, [self.fp, self.slot], new, changed)
 
 
 class CandidateCounts:
@@ -101,16 +101,14 @@ class CandidateCounts:
         out.update({p: c for p, c in self.over.items() if c > 0})
         return out
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The candidates as sorted base arrays (`pair_keys`, `pair_counts`)."""
-        over = np.fromiter(self.over, np.int64, len(self.over))
-        keep = ~np.isin(self.keys, over) if over.size else slice(None)
-        live = {p: c for p, c in self.over.items() if c > 0}
-        keys = np.concatenate([self.keys[keep], np.fromiter(live, np.int64, len(live))])
-        added = np.fromiter(live.values(), np.int16, len(live))
-        counts = np.concatenate([self.counts[keep], added])
-        o = np.argsort(keys)
-        return {"pair_keys": keys[o], "pair_counts": counts[o].astype(np.int16)}
+    def arrays(self) -> RowBlocks:
+        """The candidates as sorted base arrays (`pair_keys`, `pair_counts`), the counts
+        changed since merged in block by block (a count of 0 leaves)."""
+        changed = sorted_distinct(np.fromiter(self.over, np.int64, len(self.over)))
+        counts = np.array([self.over[p] for p in changed.tolist()], np.int16)
+        live = counts > 0
+        specs = {"pair_keys": np.int64, "pair_counts": np.int16}
+        return merged_rows(specs, [self.keys, self.counts], [changed[live], counts[live]], changed)
 
 
 class VerifiedEdges:
@@ -156,25 +154,32 @@ class VerifiedEdges:
             keep -= int(np.isin(self.u, np.fromiter(self.over, np.int64)).sum())
         return (keep + over) // 2
 
-    def arrays(self, n: int) -> dict[str, np.ndarray]:
-        """The edges of `n` slots as base arrays (`adj_u`, `adj_ptr`, `adj_v`, `adj_s`)."""
-        over = np.fromiter(self.over, np.int64, len(self.over))
-        keep = ~np.isin(self.u, over) if over.size else slice(None)
-        eu = [np.asarray(self.u[keep], np.int64)]
-        ev = [np.asarray(self.v[keep], np.int64)]
-        es = [np.asarray(self.s[keep], np.float32)]
-        for u, nb in self.over.items():
+    def arrays(self, n: int) -> tuple[RowBlocks, FilledInPlace]:
+        """The edges of `n` slots as base arrays (`adj_u`, `adj_v`, `adj_s`, sorted by
+        (node, other), the changed nodes' edges merged in block by block; then `adj_ptr`,
+        filled from the `adj_u` just written, a block of slots at a time)."""
+        changed = sorted_distinct(np.fromiter(self.over, np.int64, len(self.over)))
+        eu, ev, es = [], [], []
+        for u in changed.tolist():
+            nb = self.over[u]
+            others = np.fromiter(nb, np.int64, len(nb))
+            order = np.argsort(others)
             eu.append(np.full(len(nb), u, np.int64))
-            ev.append(np.fromiter(nb, np.int64, len(nb)))
-            es.append(np.fromiter(nb.values(), np.float32, len(nb)))
-        uu, vv, ss = joined(eu, np.int64), joined(ev, np.int64), joined(es, np.float32)
-        eo = np.lexsort((vv, uu))
-        return {
-            "adj_u": uu[eo],
-            "adj_ptr": pointers(uu[eo], n),
-            "adj_v": vv[eo].astype(np.int32),
-            "adj_s": ss[eo],
-        }
+            ev.append(others[order])
+            es.append(np.fromiter(nb.values(), np.float32, len(nb))[order])
+        new = [joined(eu, np.int64), joined(ev, np.int64), joined(es, np.float32)]
+        specs = {"adj_u": np.int64, "adj_v": np.int32, "adj_s": np.float32}
+        edges = merged_rows(specs, [self.u, self.v, self.s], new, changed)
+
+        def fill(folder: Path) -> None:
+            u = np.load(folder / "adj_u.npy", mmap_mode="r")
+            ptr = np.load(folder / "adj_ptr.npy", mmap_mode="r+")
+            for lo in range(0, n + 1, BLOCK):
+                hi = min(lo + BLOCK, n + 1)
+                ptr[lo:hi] = np.searchsorted(u, np.arange(lo, hi, dtype=np.int64), "left")
+            ptr.flush()
+
+        return edges, FilledInPlace({"adj_ptr": ((n + 1,), np.int64)}, fill)
 
 
 def _run(sorted_keys: np.ndarray, key: int) -> tuple[int, int]:

@@ -19,7 +19,14 @@ from collections.abc import Collection, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from neardup.index.state.arrays import RowBlocks, mapped_strings, string_blocks
+from neardup.index.state.arrays import RowBlocks, mapped_strings, strings_in_blocks
+from neardup.index.state.merged_runs import (
+    BLOCK,
+    dropped_count,
+    in_sorted,
+    merged_blocks,
+    merged_rows,
+)
 from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.index.state.page_rows import one_array
 from neardup.index.state.pages import PageTable
@@ -62,16 +69,33 @@ class GroupMembers:
         self._ids, self._sizes = saved["group_ids"], saved["group_sizes"]
         self._over: Overlay[int, str] = Overlay()
 
-    def saved_arrays(self) -> Iterator[tuple[str, np.ndarray]]:
-        """The arrays of the groups (`fold` first), for the files `GroupMembers(pages,
-        saved)` maps."""
-        assert not self._over, "fold before saving"
-        yield from (
-            ("group_gid", self._gid),
-            ("group_slot", self._slot),
-            ("group_ids", self._ids),
-            ("group_sizes", self._sizes),
-        )
+    def saved_arrays(self) -> Iterator[RowBlocks]:
+        """The arrays of the groups, for the files `GroupMembers(pages, saved)` maps: the
+        saved ones with the groups changed since merged in block by block (`merged_runs`),
+        nothing folded in memory. A changed group's pages are those the page table's
+        `group` column names (what `_build` sorts whole), read a block of slots at a time."""
+        changed = sorted_distinct(self._over.keys_array())
+        gid, slot = self._column_members(changed)
+        specs = {"group_gid": np.int64, "group_slot": np.int64}
+        yield merged_rows(specs, [self._gid, self._slot], [gid, slot], changed)
+        ids, sizes = np.unique(gid, return_counts=True)
+        specs = {"group_ids": np.int64, "group_sizes": np.int64}
+        yield merged_rows(specs, [self._ids, self._sizes], [ids, sizes], changed)
+
+    def _column_members(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(group, slot) of the pages of groups `gids` (sorted) by the page table's `group`
+        column, sorted by group then slot."""
+        group, n = self._pages.group, self._pages.n
+        found_gid, found_slot = [], []
+        for lo in range(0, n if gids.size else 0, BLOCK):
+            g = np.asarray(group[lo : min(lo + BLOCK, n)])
+            at = np.flatnonzero(in_sorted(g, gids))
+            found_gid.append(g[at].astype(np.int64))
+            found_slot.append(at + lo)
+        gid = np.concatenate(found_gid) if found_gid else np.empty(0, np.int64)
+        slot = np.concatenate(found_slot) if found_slot else np.empty(0, np.int64)
+        order = np.argsort(gid, kind="stable")  # the slots ascending within a group
+        return gid[order], slot[order].astype(np.int64)
 
     def move(self, slots: np.ndarray, before: np.ndarray) -> None:
         """Pages whose group changed since the arrays were saved (`PageTable.apply_rows`:
@@ -149,6 +173,10 @@ class GroupMembers:
         if _fold_due(len(self._over), self._ids.size):
             self._build()
             return
+        self._over.freeze()
+
+    def freeze(self) -> None:
+        """The batch is done: the groups it changed become tuples (`Overlay.freeze`)."""
         self._over.freeze()
 
     def _run(self, gid: int) -> tuple[int, int]:
@@ -256,12 +284,41 @@ class Winners:
         self._row = order.astype(np.int64)
         self._url = one_array(groups.column("winner_url"))
 
-    def saved_arrays(self) -> Iterator[tuple[str, np.ndarray] | RowBlocks]:
-        """The winners (`fold` first), for the files `Winners(groups, saved)` maps."""
-        assert not self._over, "fold before saving"
-        yield "winner_gid", self._gid
-        yield "winner_row", self._row
-        yield string_blocks("winner_url", self._url)
+    def saved_arrays(self) -> Iterator[RowBlocks]:
+        """The winners, for the files `Winners(groups, saved)` maps: the saved ones with
+        those elected since merged in block by block (`merged_runs`), nothing folded in
+        memory; the URLs written in group order (each group's row its own place)."""
+        changed = sorted_distinct(np.fromiter(self._over, np.int64, len(self._over)))
+        live = [g for g in changed.tolist() if self._over[g] is not None]
+        new_urls = pa.array([self._over[g] for g in live], pa.large_string())
+        # A new winner's row: -1 - its place among `new_urls` (a saved one's is >= 0).
+        new = [np.array(live, np.int64), -1 - np.arange(len(live), dtype=np.int64)]
+        base = [self._gid, self._row]
+        count = int(self._gid.size) - dropped_count(self._gid, changed) + len(live)
+
+        def gids() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            at = 0
+            for gid, _ in merged_blocks(base, new, changed):
+                yield gid, np.arange(at, at + gid.size, dtype=np.int64)
+                at += gid.size
+
+        def urls() -> Iterator[pa.Array]:
+            for _, rows in merged_blocks(base, new, changed):
+                saved = rows >= 0
+                got = pa.concat_arrays(
+                    [
+                        self._url.take(pa.array(rows[saved])).cast(pa.large_string()),
+                        new_urls.take(pa.array(-1 - rows[~saved])),
+                    ]
+                )
+                place = np.empty(rows.size, np.int64)  # each row's place in `got`
+                place[saved] = np.arange(int(saved.sum()))
+                place[~saved] = np.arange(int(saved.sum()), rows.size)
+                yield got.take(pa.array(place))
+
+        shapes = {"winner_gid": ((count,), np.int64), "winner_row": ((count,), np.int64)}
+        yield RowBlocks(shapes, gids())
+        yield strings_in_blocks("winner_url", count, urls)
 
     def get(self, gid: int, default: str | None = None) -> str | None:
         if gid in self._over:

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.index.state.arrays import PatchedRows, RowBlocks, string_blocks
+from neardup.index.state.merged_runs import merged_rows
 from neardup.index.state.page_ref import NO_GROUP
 from neardup.index.state.page_rows import COLUMNS
 
@@ -43,12 +44,11 @@ def page_arrays(
     """The table as the files `PageTable.from_saved` maps: every column and matrix by slot
     with `room` empty slots after the pages (the next batches' pages fill them without a
     copy), the page keys sorted, the URLs and the redirects' targets. Written a block at a
-    time: a save holds no second copy of the table. The sketches and length vectors of a
-    table opened from a save are that save's files with the rows of the `changed` slots
-    (the slots written since, ascending) and the new ones put in, the rest copied file to
-    file. Reads only: the caller folds first (`PageTable.fold`)."""
+    time: a save holds no second copy of the table, and folds nothing in memory. The
+    sketches and length vectors of a table opened from a save are that save's files with
+    the rows of the `changed` slots (the slots written since, ascending) and the new ones
+    put in, the rest copied file to file. Reads only."""
     urls = table.urls
-    assert not urls.new and urls.skeys.size == table.n, "fold before saving"
     n = table.n
     for name in COLUMNS:
         col = getattr(table, name)
@@ -67,10 +67,17 @@ def page_arrays(
             source_rows,
             changed,
         )
-    yield RowBlocks({"page_skeys": ((n,), np.int64)}, [(urls.skeys,)])
-    yield RowBlocks({"page_sslots": ((n,), np.int64)}, [(urls.sslots,)])
-    base = urls.base if urls.row is None else urls.base_array(np.arange(n))
-    yield string_blocks("page_url", base)
+    # The page keys: the sorted ones with those of the slots added since merged in block
+    # by block (`merged_runs`), not sorted whole; the URLs: the folded ones and the new.
+    folded = urls.folded
+    added = np.arange(folded, n, dtype=np.int64)
+    order = np.argsort(table.key[added], kind="stable")
+    specs = {"page_skeys": np.int64, "page_sslots": np.int64}
+    new = [np.asarray(table.key[added[order]], np.int64), added[order]]
+    yield merged_rows(specs, [urls.skeys, urls.sslots], new)
+    base = urls.base if urls.row is None else urls.base_array(np.arange(folded))
+    chunks = base.chunks if isinstance(base, pa.ChunkedArray) else [base]
+    yield string_blocks("page_url", pa.chunked_array([*chunks, pa.array(urls.new, base.type)]))
     targets = sorted(table.redirect.items())
     slots = np.array([s for s, _ in targets], np.int64)
     yield RowBlocks({"page_redirect_slots": ((slots.size,), np.int64)}, [(slots,)])

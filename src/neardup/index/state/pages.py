@@ -225,9 +225,10 @@ class PageTable:
             self.fold()
 
     def url_array(self, slots: np.ndarray) -> pa.Array:
-        """The URLs of slots as one Arrow array (slots opened from the files or folded)."""
+        """The URLs of slots as one Arrow array. Reads only (a save reads the table
+        meanwhile): the URLs of slots added since the fold are made Python strings."""
         if slots.size and int(slots.max()) >= self.urls.folded:
-            self.fold()
+            return pa.array(self.urls.urls_at(slots), pa.large_string())
         return self.urls.base_array(slots)
 
     def urls_at(self, slots: np.ndarray) -> list[str]:
