@@ -4,6 +4,9 @@
     PYTHONPATH=CHECKOUT/src .venv/bin/python bench/index_at_scale.py --pages 1000000 \
         --engine spark --master 'local[2]'
 
+With `--base STORE`, the index of N pages is STORE as it is (built by another commit, or by
+`neardup add` of the shards run by hand: a 4 M or 10 M build takes half an hour or more).
+
 The pages are the web-like corpus's shards (bench/out/scale/shards/web-K-(K+1)000000.jsonl,
 a million pages each, numbered on; `--pages 100000` takes the first shard's first lines).
 The index of N pages is pages 0 .. N-1 added by `neardup add` (`--base-engine`, by default
@@ -464,6 +467,11 @@ def main() -> None:
     parser.add_argument("--engine", choices=["embedded", "spark"], default="embedded")
     parser.add_argument("--master", default="local[2]", help="Spark master for --engine spark")
     parser.add_argument("--base-engine", choices=["embedded", "spark"], help="default: --engine")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="the index of pages 0 .. N-1 built elsewhere (by another commit), used as it is",
+    )
     parser.add_argument("--runs", type=int, default=3, help="1 %% increments")
     parser.add_argument("--eighth-runs", type=int, default=1)
     parser.add_argument("--opens", type=int, default=3)
@@ -503,7 +511,11 @@ def main() -> None:
         return line
 
     base_engine = args.base_engine or args.engine
-    built = base_index(n, base_engine, args.master, env, commit, log)
+    if args.base is not None:  # built elsewhere: as it is
+        built = {"store": str(args.base), "engine": base_engine, "given": True}
+        built.update(rows_since_save=rows_since_save(args.base), graph=graph_folder(args.base))
+    else:
+        built = base_index(n, base_engine, args.master, env, commit, log)
     base = Path(built["store"])
     record("base", {"base_engine": base_engine, **{k: v for k, v in built.items() if k != "store"}})
     tail = rows_since_save(base)
