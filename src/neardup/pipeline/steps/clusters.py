@@ -12,6 +12,8 @@ Equivalent pages (same shingle set) follow their class representative into its c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,7 @@ from neardup.kernels.graph import (
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.steps.near import NearResult
 from neardup.pipeline.steps.near_pairs import MappedRows
+from neardup.pipeline.steps.pair_rows import Rows, edge_rows, identical_rows
 
 ASSIGN_SCHEMA = pa.schema(
     [
@@ -43,8 +46,11 @@ ASSIGN_SCHEMA = pa.schema(
 )
 
 
-# Rows of `assignments.parquet` built and written at a time.
-ASSIGN_SLICE = 1 << 20
+# Rows of `assignments.parquet` built and written at a time: the cluster stage's memory
+# besides the graph (about 40 MiB with the signatures compared, measured at 1 and 4 M pages).
+ASSIGN_SLICE = 1 << 18
+# Pages compared with their representative at a time (two signatures each in memory).
+RESEMBLANCE_ROWS = 200_000
 
 
 def _lift(touched: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
@@ -126,52 +132,178 @@ def cluster_graph(
     return cluster, component, identical
 
 
-def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
-    """Write `assignments.parquet`; return the number of clusters with at least two pages."""
-    reps = near.reps
-    n = reps.size
-    node_of = np.searchsorted(reps, near.class_rep)  # node of every eligible page
-    class_size = np.bincount(node_of, minlength=n)
-    ea = np.searchsorted(reps, near.edge_a)
-    eb = np.searchsorted(reps, near.edge_b)
-    cluster_node, component, identical_node = cluster_graph(
-        n, ea, eb, near.similarity, near.agree, class_size, near.keys[reps], settings
-    )
-    del ea, eb
+@dataclass
+class PageArrays:
+    """The per-page arrays of the eligible pages the cluster stage reads: in memory (the
+    stage in the scanning process) or `MappedRows` over the near stage's files (by parts),
+    read a slice or a gather at a time, so that no more than that is resident."""
 
-    rep_pos = reps[cluster_node[node_of]]
-    similarity = np.ones(near.docs.size, dtype=np.float32)
-    others = np.flatnonzero(rep_pos != np.arange(near.docs.size))
-    if others.size:
-        signatures = MappedRows(staging / "signatures.npy")  # mapped per read, not kept
-        for start in range(0, others.size, 200_000):
-            part = others[start : start + 200_000]
-            similarity[part] = estimate_resemblance(
-                np.asarray(signatures[near.rows[part]]),
-                np.asarray(signatures[near.rows[rep_pos[part]]]),
-            )
-    del rep_pos, others
+    docs: Rows  # doc ids, increasing
+    rows: Rows  # rows in signatures.npy
+    class_rep: Rows  # position of each page's class representative
+    keys: Rows  # page keys, the rules' tie-break
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+
+def run_clusters(staging: Path, near: NearResult, settings: Settings) -> int:
+    """Write `assignments.parquet` from the near stage in this process; return the number
+    of clusters with at least two pages (`cluster_parts`, the edges one part)."""
+    pages = PageArrays(near.docs, near.rows, near.class_rep, near.keys)
+    edges = [edge_rows(near.edge_a, near.edge_b, near.similarity, near.agree)]
+    classes = [identical_rows(np.arange(near.docs.size), near.class_rep)]
+    return cluster_parts(staging, pages, edges, classes, settings)
+
+
+def _touched_nodes(edges: Sequence[Rows]) -> np.ndarray:
+    """The positions of the pages that have a verified edge, increasing, one part read at
+    a time."""
+    found = [np.empty(0, dtype=np.int64)]
+    for part in edges:
+        rows = part[0 : len(part)]
+        found.append(sorted_distinct(np.concatenate([rows["a"], rows["b"]])))
+    return sorted_distinct(np.concatenate(found))
+
+
+def _graph_edges(
+    edges: Sequence[Rows], touched: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The edges renumbered over `touched` (a, b, similarity, agreement), one part read at
+    a time. Their order does not matter: `Graph.from_edges` sorts each node's neighbours."""
+    a, b, similarity, agree = [], [], [], []
+    for part in edges:
+        rows = part[0 : len(part)]
+        a.append(np.searchsorted(touched, rows["a"]))
+        b.append(np.searchsorted(touched, rows["b"]))
+        similarity.append(rows["similarity"])
+        agree.append(rows["agree"])
+    if not a:
+        return (
+            np.empty(0, np.int64),
+            np.empty(0, np.int64),
+            np.empty(0, np.float32),
+            np.empty(0, np.int8),
+        )
+    return np.concatenate(a), np.concatenate(b), np.concatenate(similarity), np.concatenate(agree)
+
+
+def _class_sizes(classes: Sequence[Rows], touched: np.ndarray) -> tuple[np.ndarray, int]:
+    """The class size of each touched page, and the number of classes of two pages or more
+    whose representative has no edge, from the `identical` rows (representative, member),
+    one part read at a time: a class is whole in one part."""
+    weight = np.ones(touched.size, dtype=np.int64)
+    alone = 0
+    for part in classes:
+        reps = part[0 : len(part)]["a"]
+        if not reps.size:
+            continue
+        first = np.flatnonzero(np.r_[True, reps[1:] != reps[:-1]])
+        rep, members = reps[first], np.diff(np.r_[first, reps.size])
+        at, hit = _found(touched, rep)
+        np.add.at(weight, at[hit], members[hit])
+        alone += int((~hit).sum())
+    return weight, alone
+
+
+def cluster_parts(
+    staging: Path,
+    pages: PageArrays,
+    edges: Sequence[Rows],
+    classes: Sequence[Rows],
+    settings: Settings,
+) -> int:
+    """Write `assignments.parquet`; return the number of clusters with at least two pages.
+
+    `edges` are parts of the verified edges between class representatives and `classes`
+    parts of the `identical` rows (`pair_rows.PAIR_DTYPE`, by position). The graph is the
+    pages that have an edge (`cluster_graph` over them, numbered in position order, which
+    the rules allow); every other page is labelled by its class representative, a slice
+    of pages at a time. Memory: the graph (a few arrays an edge) and one slice's arrays,
+    not arrays of the crawl's pages."""
+    touched = _touched_nodes(edges)
+    ea, eb, edge_similarity, agree = _graph_edges(edges, touched)
+    weight, alone = _class_sizes(classes, touched)
+    labels = _Labels(
+        touched,
+        *cluster_graph(
+            touched.size, ea, eb, edge_similarity, agree, weight, pages.keys[touched], settings
+        ),
+    )
+    del ea, eb, edge_similarity, agree
+    sizes = np.bincount(labels.cluster, weights=weight, minlength=touched.size)
+    clusters = alone + int((sizes >= 2).sum())
+    del weight, sizes
+    signatures = MappedRows(staging / "signatures.npy")  # mapped per read, not kept
     with pq.ParquetWriter(
         staging / "assignments.parquet", ASSIGN_SCHEMA, compression="zstd"
     ) as writer:
-        for start in range(0, near.docs.size, ASSIGN_SLICE):
-            part = slice(start, start + ASSIGN_SLICE)
-            nodes = node_of[part]
-
-            def doc_of_node(labels: np.ndarray, nodes: np.ndarray = nodes) -> np.ndarray:
-                return near.docs[reps[labels[nodes]]]
-
+        for start in range(0, len(pages), ASSIGN_SLICE):
+            stop = min(start + ASSIGN_SLICE, len(pages))
+            here = np.arange(start, stop, dtype=np.int64)
+            rep = pages.class_rep[start:stop]
+            cluster, component, identical = labels.of(rep)
+            similarity = np.ones(here.size, dtype=np.float32)
+            others = np.flatnonzero(cluster != here)
+            similarity[others] = resemblance_to(
+                pages.rows[here[others]], pages.rows[cluster[others]], signatures
+            )
             table = pa.table(
                 {
-                    "doc_id": near.docs[part],
-                    "cluster_id": doc_of_node(cluster_node),
-                    "component_id": doc_of_node(component),
-                    "identical_id": doc_of_node(identical_node),
-                    "class_id": near.docs[near.class_rep[part]],
-                    "similarity_to_representative": similarity[part],
+                    "doc_id": pages.docs[start:stop],
+                    "cluster_id": pages.docs[cluster],
+                    "component_id": pages.docs[component],
+                    "identical_id": pages.docs[identical],
+                    "class_id": pages.docs[rep],
+                    "similarity_to_representative": similarity,
                 },
                 schema=ASSIGN_SCHEMA,
             )
             writer.write_table(table)
-    sizes = np.bincount(cluster_node[node_of], minlength=n)
-    return int((sizes >= 2).sum())
+    return clusters
+
+
+def _found(touched: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `values` is, or would be, in the increasing `touched`, and whether it
+    is there."""
+    if not touched.size:
+        return np.zeros(values.size, dtype=np.int64), np.zeros(values.size, dtype=bool)
+    at = np.minimum(np.searchsorted(touched, values), touched.size - 1)
+    return at, touched[at] == values
+
+
+@dataclass
+class _Labels:
+    """The graph's labels (`cluster_graph`'s, over the `touched` pages) by position."""
+
+    touched: np.ndarray
+    cluster: np.ndarray
+    component: np.ndarray
+    identical: np.ndarray
+
+    def of(self, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The positions of the cluster, component and identical group representatives of
+        pages whose class representatives are `reps`: a representative without an edge is
+        its own."""
+        at, hit = _found(self.touched, reps)
+        found = []
+        for labels in (self.cluster, self.component, self.identical):
+            out = np.array(reps, dtype=np.int64)
+            out[hit] = self.touched[labels[at[hit]]]
+            found.append(out)
+        return found[0], found[1], found[2]
+
+
+def resemblance_to(
+    rows_a: np.ndarray, rows_b: np.ndarray, signatures: Rows | np.ndarray
+) -> np.ndarray:
+    """The estimated resemblance of the signatures `signatures[rows_a[i]]` and
+    `signatures[rows_b[i]]`, `RESEMBLANCE_ROWS` pairs at a time (two signatures each in
+    memory): a page's similarity to its cluster's representative, on both engines."""
+    out = np.empty(rows_a.size, dtype=np.float32)
+    for start in range(0, rows_a.size, RESEMBLANCE_ROWS):
+        part = slice(start, start + RESEMBLANCE_ROWS)
+        out[part] = estimate_resemblance(
+            np.asarray(signatures[rows_a[part]]), np.asarray(signatures[rows_b[part]])
+        )
+    return out

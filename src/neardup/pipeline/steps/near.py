@@ -56,18 +56,10 @@ from neardup.pipeline.steps.near_pairs import (
     page_keys,
     verified_candidates,
 )
+from neardup.pipeline.steps.pair_rows import edge_rows, identical_rows, write_pair_rows
 from neardup.pipeline.steps.sketch import COMMON_FILE, SketchResult
 from neardup.pipeline.steps.staging_tables import table_files
 
-PAIRS_SCHEMA = pa.schema(
-    [
-        ("doc_a", pa.int64()),
-        ("doc_b", pa.int64()),
-        ("similarity", pa.float32()),
-        ("supershingles_agree", pa.int8()),
-        ("kind", pa.string()),
-    ]
-)
 CONTAINMENT_SCHEMA = pa.schema(
     [
         ("doc_small", pa.int64()),
@@ -256,10 +248,18 @@ def run_near(
 
 def write_containment(path: Path, near: NearResult) -> int:
     """`containment.parquet`: contained-in pairs (empty when containment was not asked)."""
-    if near.contained is None:
+    return write_contained(path, near.contained)
+
+
+def write_contained(
+    path: Path, contained: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+) -> int:
+    """`containment.parquet` from the doc ids (contained, containing, containment,
+    resemblance) of its pairs; empty for None (the min-hash methods find none)."""
+    if contained is None:
         table = CONTAINMENT_SCHEMA.empty_table()
     else:
-        small, large, c, r = near.contained
+        small, large, c, r = contained
         order = np.lexsort((large, small))
         table = pa.table(
             {
@@ -275,24 +275,12 @@ def write_containment(path: Path, near: NearResult) -> int:
 
 
 def write_pairs(path: Path, near: NearResult) -> int:
-    """Verified pairs plus one `identical` pair per page collapsed into a class."""
-    members = np.flatnonzero(near.class_rep != np.arange(near.docs.size))
-    n_ident = members.size
-    doc_a = np.concatenate([near.docs[near.edge_a], near.docs[near.class_rep[members]]])
-    doc_b = np.concatenate([near.docs[near.edge_b], near.docs[members]])
-    similarity = np.concatenate([near.similarity, np.ones(n_ident, dtype=np.float32)])
-    agree = np.concatenate([near.agree, np.full(n_ident, -1, dtype=np.int8)])
-    identical = np.arange(doc_a.size) >= near.edge_a.size
-    order = np.lexsort((doc_b, doc_a))
-    table = pa.table(
-        {
-            "doc_a": doc_a[order],
-            "doc_b": doc_b[order],
-            "similarity": similarity[order],
-            "supershingles_agree": pa.array(agree[order], mask=agree[order] < 0),
-            "kind": pa.array(np.where(identical[order], "identical", "near"), pa.string()),
-        },
-        schema=PAIRS_SCHEMA,
-    )
-    pq.write_table(table, path, compression="zstd")
-    return table.num_rows
+    """Verified pairs plus one `identical` pair per page collapsed into a class, written a
+    window at a time as the near stage by parts writes them (`pair_rows`): the edges one
+    part, the classes another."""
+    n = near.docs.size
+    parts = [
+        edge_rows(near.edge_a, near.edge_b, near.similarity, near.agree),
+        identical_rows(np.arange(n), near.class_rep),
+    ]
+    return write_pair_rows(path, near.docs, parts, n)

@@ -23,12 +23,13 @@ writes the eligible pages' ids and fingerprints, deals out the tasks and adds up
    is dealt into one verification part by its own hash, so each pair is verified once and
    the count of unique candidates is the whole's;
 5. verification, a part of the pairs a task (`near_pairs.verify_pairs`, exact
-   verification reading the page text as in this process);
-6. one task gathers the verified edges (a few per near-duplicate page), puts them in the
-   order of the packed pairs, as `verified_candidates` gives them, and writes `pairs` and
-   `containment`; the cluster stage is one more task (`clusters.run_clusters` on the same
-   arrays), since its per-page work (similarities to the representative, the assignments
-   table) cost 0.7-4.8 CPU-seconds of the scanning process at a million pages.
+   verification reading the page text as in this process); the edges that pass are saved
+   sorted by pair (`pair_rows.edge_rows`), as step 2 saves its part's `identical` rows;
+6. one task writes `pairs` from those parts, merged a window of pages at a time
+   (`pair_rows.write_pair_rows`), and `containment`; the cluster stage is one more task
+   (`clusters.cluster_parts` over the same parts), since its per-page work (similarities
+   to the representative, the assignments table) cost 0.7-4.8 CPU-seconds of the scanning
+   process at a million pages.
 
 The scanning process's CPU in the two stages fell from 4.6 to 0.08 CPU-s at a million pages
 (docs/benchmarks.md, issue 47's near stage); the stage's own work rose from 4 to 9 CPU-s,
@@ -39,9 +40,12 @@ Memory: no process holds every key. A step-3 task holds `KEY_ROWS` signatures an
 keys (under 70 MiB at K = 128 and 18 bands); a step-4 task at most `PART_BYTES` of keys and
 their pairs, about 110 MiB (the parts are as many as the workers, or more when the keys need
 it); a step-2 task about `CLASS_PAGES` pages; a step-5 task its part's pairs and
-`near_pairs.CHUNK` signature pairs at a time. Step 6 and the cluster stage hold the
-per-page arrays `run_near` and `run_clusters` held in the scanning process before, in one
-worker: they still grow with the crawl.
+`near_pairs.CHUNK` signature pairs at a time. Step 6 and the cluster task read the per-page
+files (`docs.npy`, `rows.npy`, `class_rep.npy`, `page_keys.npy`) through `MappedRows`, a
+slice or a gather mapped for that read only, and the parts one at a time: step 6 holds one
+window's rows; the cluster task the graph of the pages that have an edge (a few arrays an
+edge, `cluster_graph`) and a slice of `clusters.ASSIGN_SLICE` pages' labels. No task holds
+an array of every page (issue 47, item 4).
 """
 
 from __future__ import annotations
@@ -58,14 +62,12 @@ from neardup.config import Settings
 from neardup.kernels.buckets import CandidateStats, key_parts, partition_pairs, unpack_pairs
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.executors.local import LocalEngine
-from neardup.pipeline.steps.clusters import run_clusters
+from neardup.pipeline.steps.clusters import PageArrays, cluster_parts
 from neardup.pipeline.steps.near import (
     URL_BATCH,
-    NearResult,
     _exact_similarity,
     batch_page_keys,
-    write_containment,
-    write_pairs,
+    write_contained,
 )
 from neardup.pipeline.steps.near_pairs import (
     MappedRows,
@@ -75,6 +77,7 @@ from neardup.pipeline.steps.near_pairs import (
     equivalence_classes,
     verify_pairs,
 )
+from neardup.pipeline.steps.pair_rows import edge_rows, identical_rows, write_pair_rows
 from neardup.pipeline.steps.sketch import SketchResult
 
 NEAR_DIR = "near_parts"  # in the staging folder; removed after the cluster stage
@@ -242,6 +245,7 @@ def _classes_task(task: tuple[Path, int]) -> None:
     class_rep = open_memmap(folder / "class_rep.npy", mode="r+")
     class_rep[mine] = reps
     class_rep.flush()
+    np.save(folder / f"same-{part:05d}.npy", identical_rows(mine, reps))
 
 
 def _keys_task(task: tuple[Path, int, int, int, Settings]) -> None:
@@ -327,53 +331,41 @@ def _verify_task(task: tuple[Path, int, Settings]) -> int:
         megashingle=by_megashingles(settings),
         rescore=exact if settings.verify == "exact" else None,
     )
-    np.savez(
-        folder / f"edges-{part:05d}.npz",
-        a=found.a,
-        b=found.b,
-        similarity=found.similarity,
-        agree=found.agree,
+    np.save(
+        folder / f"edges-{part:05d}.npy",
+        edge_rows(found.a, found.b, found.similarity, found.agree),
     )
     return int(packed.size)
 
 
-def _load_near(folder: Path) -> NearResult:
-    """The near result from the files of the parts: the per-page arrays, and the verified
-    edges of every part in the order of their packed pairs (`verified_candidates`'s)."""
-    docs = np.load(folder / "docs.npy")
-    class_rep = np.load(folder / "class_rep.npy")
-    parts = [np.load(f) for f in sorted(folder.glob("edges-*.npz"))]
-
-    def cat(name: str, dtype: type) -> np.ndarray:
-        found = [p[name] for p in parts]
-        return np.concatenate(found).astype(dtype) if found else np.empty(0, dtype=dtype)
-
-    a, b = cat("a", np.int64), cat("b", np.int64)
-    order = np.argsort((a << 32) | b)
-    return NearResult(
-        docs=docs,
-        rows=np.load(folder / "rows.npy"),
-        class_rep=class_rep,
-        reps=np.flatnonzero(class_rep == np.arange(class_rep.size)),
-        keys=np.load(folder / "page_keys.npy"),
-        edge_a=a[order],
-        edge_b=b[order],
-        similarity=cat("similarity", np.float64)[order].astype(np.float32),
-        agree=cat("agree", np.int8)[order],
-    )
+def _parts(folder: Path, name: str) -> list[MappedRows]:
+    """The files `name-PART.npy` of every part, in part order, each mapped per read."""
+    return [MappedRows(f) for f in sorted(folder.glob(f"{name}-*.npy"))]
 
 
 def _gather_task(folder: Path) -> tuple[int, int, int]:
-    """Step 6: `pairs` and `containment` from the parts' edges; (verified pairs, rows of
-    `pairs`, rows of `containment`)."""
-    near = _load_near(folder)
+    """Step 6: `pairs` from the parts' verified edges and identical rows, merged a window
+    of pages at a time (`pair_rows.write_pair_rows`); `containment` (empty: the min-hash
+    methods find no containment). (verified pairs, rows of `pairs`, rows of
+    `containment`)."""
     staging = folder.parent
-    pairs_rows = write_pairs(staging / "pairs.parquet", near)
-    containment_rows = write_containment(staging / "containment.parquet", near)
-    return int(near.edge_a.size), pairs_rows, containment_rows
+    edges = _parts(folder, "edges")
+    docs = MappedRows(folder / "docs.npy")
+    parts = [*edges, *_parts(folder, "same")]
+    pairs_rows = write_pair_rows(staging / "pairs.parquet", docs, parts, len(docs))
+    containment_rows = write_contained(staging / "containment.parquet", None)
+    return sum(len(part) for part in edges), pairs_rows, containment_rows
 
 
 def _cluster_task(task: tuple[Path, Settings]) -> int:
-    """The cluster stage in a worker: `run_clusters` over the near stage's arrays."""
+    """The cluster stage in a worker: `cluster_parts` over the near stage's files, each
+    read a part or a slice at a time."""
     folder, settings = task
-    return run_clusters(folder.parent, _load_near(folder), settings)
+    pages = PageArrays(
+        docs=MappedRows(folder / "docs.npy"),
+        rows=MappedRows(folder / "rows.npy"),
+        class_rep=MappedRows(folder / "class_rep.npy"),
+        keys=MappedRows(folder / "page_keys.npy"),
+    )
+    edges, classes = _parts(folder, "edges"), _parts(folder, "same")
+    return cluster_parts(folder.parent, pages, edges, classes, settings)

@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.kernels import estimate_resemblance
 from neardup.kernels.sorting import sorted_distinct
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
@@ -39,7 +38,7 @@ from neardup.pipeline.executors.spark.near_files import (
 from neardup.pipeline.executors.spark.publish import named_jobs
 from neardup.pipeline.executors.spark.run_parts import SIZED, SIZED_SCHEMA
 from neardup.pipeline.executors.spark.tasks import on_one_thread
-from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph
+from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA, cluster_graph, resemblance_to
 from neardup.store.pages_table import sized_sql
 
 if TYPE_CHECKING:
@@ -51,9 +50,6 @@ if TYPE_CHECKING:
 # 1 GB `spark.driver.maxResultSize`, and cover about 80 M web pages at 0.12 edges a page.
 DRIVER_GRAPH_CONF = "spark.neardup.driverGraphMaxEdges"
 DRIVER_GRAPH_EDGES = 10_000_000
-# Pages of the driver path compared with their representative at a time (two signatures
-# each in memory)
-RESEMBLANCE_ROWS = 200_000
 
 
 def run_cluster(jobs: SparkJobs, outcome: StagesOutcome) -> None:
@@ -86,7 +82,7 @@ def cluster_on_driver(jobs: SparkJobs) -> None:
     the edges and the classes of several pages, which the driver reads where the near
     stage's tasks wrote them (the work folder it mounts), and written dealt by range
     (`SIZED`): the graph clustered by `cluster_graph`, each page labelled by its class,
-    the pages that moved compared with their representative by `estimate_resemblance`, as
+    the pages that moved compared with their representative by `clusters.resemblance_to`, as
     `steps.clusters.run_clusters` does (`ASSIGNED_SQL` and `sized_sql` on Spark)."""
     work, starts = jobs.work, _starts(jobs)
     edges = pq.read_table(work / EDGES)
@@ -117,11 +113,7 @@ def cluster_on_driver(jobs: SparkJobs) -> None:
     similarity = np.ones(docs.size, dtype=np.float32)
     moved = np.flatnonzero(cluster_id != docs)
     signatures = RangeRows(work, starts, "minhash")
-    for lo in range(0, moved.size, RESEMBLANCE_ROWS):
-        part = moved[lo : lo + RESEMBLANCE_ROWS]
-        similarity[part] = estimate_resemblance(
-            signatures[docs[part]], signatures[cluster_id[part]]
-        )
+    similarity[moved] = resemblance_to(docs[moved], cluster_id[moved], signatures)
     _, inverse, counts = np.unique(cluster_id, return_inverse=True, return_counts=True)
     sized = pa.table(
         [
