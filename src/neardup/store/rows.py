@@ -4,30 +4,41 @@ resident: used by the scan's later stages and by the store build."""
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-# Scattered rows read through one memory map (`MappedRows`): at most this many 4 KiB pages
-# of the file are resident at once (32 MiB).
-GATHER_ROWS = 8_192
-
 
 class MappedRows:
-    """The rows of a `.npy` matrix, each read through a memory map opened for that read only.
+    """The rows of a `.npy` matrix, read with `pread` (a slice, or an array of row numbers)
+    or through a memory map opened for that read only (any other index).
 
     A map kept open for a whole stage holds every page it has touched in the process's
     resident memory (a full pass over a crawl's signatures adds 512 bytes per page at
-    K = 128); mapping the file per read keeps only the rows asked for. Indexing returns a
-    copy in memory, as `np.asarray(memmap[index])` would."""
+    K = 128). A map opened per read still makes the pages around each row resident while
+    it is open: the kernel maps up to 64 KiB around a touched page, so 8,192 scattered rows
+    of a million-page matrix made 492 MiB of it resident at once, the peak of the scan's
+    verification. Rows read with `pread` pass through the page cache into the array
+    alone (4 MiB for the same rows). Indexing returns a copy in memory, as
+    `np.asarray(memmap[index])` would."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        probe = np.load(self.path, mmap_mode="r")
-        self.shape: tuple[int, ...] = probe.shape
-        self.dtype = probe.dtype
-        del probe
+        with open(self.path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read(fh)
+            self._start = fh.tell()  # where the data starts
+        self.shape: tuple[int, ...] = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self._by_pread = not fortran and not self.dtype.hasobject
+        self._row_bytes = int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -35,16 +46,50 @@ class MappedRows:
     def __getitem__(self, index: Any) -> np.ndarray:
         if self.shape[0] == 0 or (len(self.shape) > 1 and self.shape[1] == 0):
             return np.empty((0, *self.shape[1:]), dtype=self.dtype)[index]
-        if isinstance(index, np.ndarray) and index.ndim == 1 and index.size > GATHER_ROWS:
-            # Rows scattered over the file touch one 4 KiB page each while mapped: gather
-            # them a block at a time, each through its own map, so that at most GATHER_ROWS
-            # pages are resident at once.
-            out = np.empty((index.size, *self.shape[1:]), dtype=self.dtype)
-            for start in range(0, index.size, GATHER_ROWS):
-                out[start : start + GATHER_ROWS] = self[index[start : start + GATHER_ROWS]]
-            return out
+        if self._by_pread and isinstance(index, slice) and index.step in (None, 1):
+            lo, hi, _ = index.indices(self.shape[0])
+            return self._read(np.arange(lo, max(lo, hi), dtype=np.int64))
+        if self._by_pread and isinstance(index, (np.ndarray, list)):
+            rows = np.asarray(index)
+            if rows.ndim == 1 and (rows.dtype.kind in "iu" or rows.size == 0):
+                return self._read(rows.astype(np.int64))
         mapped = np.load(self.path, mmap_mode="r")
         try:
             return np.array(mapped[index])
         finally:
             del mapped
+
+    def _read(self, rows: np.ndarray) -> np.ndarray:
+        """Rows `rows` (negative ones from the end), each run of consecutive rows with one
+        `pread`, in the order asked."""
+        n = self.shape[0]
+        if not rows.size:
+            return np.empty((0, *self.shape[1:]), self.dtype)
+        if int(rows.min()) < -n or int(rows.max()) >= n:
+            raise IndexError(f"rows outside 0 .. {n - 1}")
+        rows = np.where(rows < 0, rows + n, rows)
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        got = np.empty((rows.size, *self.shape[1:]), self.dtype)
+        flat = got.reshape(rows.size, -1).view(np.uint8)  # a row's bytes a line
+        cuts = [0, *(np.flatnonzero(np.diff(ordered) != 1) + 1).tolist(), rows.size]
+        with open(self.path, "rb", buffering=0) as fh:
+            for a, b in pairwise(cuts):
+                if a < b:
+                    at = self._start + int(ordered[a]) * self._row_bytes
+                    _read_into(fh.fileno(), memoryview(flat[a:b]).cast("B"), at)
+        if np.any(np.diff(order) != 1):  # asked out of order: put back
+            out = np.empty_like(got)
+            out[order] = got
+            return out
+        return got
+
+
+def _read_into(fd: int, view: memoryview, at: int) -> None:
+    """`view` filled from the file at `at` (a short read continues)."""
+    done = 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done:]], at + done)
+        if got <= 0:
+            raise OSError("the matrix file is shorter than its header says")
+        done += got
