@@ -488,6 +488,7 @@ def main() -> None:
     parser.add_argument(
         "--serve-only", action="store_true", help="only: a 1 %% increment, then POST /check"
     )
+    parser.add_argument("--opens-only", action="store_true", help="only: open the base")
     args = parser.parse_args()
     env = dict(os.environ)
     commit = measured_commit(env)
@@ -519,6 +520,10 @@ def main() -> None:
     base = Path(built["store"])
     record("base", {"base_engine": base_engine, **{k: v for k, v in built.items() if k != "store"}})
     tail = rows_since_save(base)
+    if args.opens_only:  # (no increment: the pages after N need not exist)
+        for o in opened(base, env, args.opens):
+            record("open", {"of": "base", **o})
+        return
     one = max(1, n // 100)
     m = eighth_pages(n, tail)
     inc = pages_file(n, one, split)
