@@ -6,10 +6,11 @@ opening time at 200,000 pages. Now the groups as opened are arrays: the pages of
 a run of a (group id, slot) array sorted by group, made with one sort of the page table's
 `group` column, and the winners are the group rows' own columns (group ids sorted, winner
 URLs in one Arrow array). A batch changes a few groups; those, and only those, become Python
-sets of URLs (an overlay that says "this group is now ..."), folded back into the arrays
-(`fold_if_due`) once it holds more than an eighth as many groups as they do: adding a million
-pages to an empty index would otherwise leave every group in the overlay, about 450 bytes a
-page with the winners'.
+sets of URLs (an overlay that says "this group is now ..."). The writer's next save merges
+the overlay into the saved arrays a block at a time (`saved_arrays`); a copy that never
+saves folds it back into the arrays (`fold_if_due`) once it holds more than an eighth as
+many groups as they do: adding a million pages to an empty index would otherwise leave every
+group in the overlay, about 450 bytes a page with the winners'.
 """
 
 from __future__ import annotations

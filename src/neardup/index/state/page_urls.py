@@ -4,9 +4,10 @@ Why a class of its own: the table's columns are numbers by slot, and the URLs ar
 part kept otherwise. The URLs opened from the files stay one Arrow string array (a Python
 string a page cost most of an index's opening); a URL finds its slot through the sorted
 64-bit page keys (`near_pairs.url_key`, kept in the files), with an exact URL check since
-two URLs may normalise to one key. Pages added since opening sit in a small dict until they
-are folded into the sorted keys (`fold`, which the table calls when they outgrow an eighth
-of them). Nothing here reads the table's other columns: the table hands its page keys to
+two URLs may normalise to one key. Pages added since opening sit in a small dict until the
+writer's next save merges their keys into the saved ones (`page_saves.page_arrays`), or, in
+a copy that never saves, until they are folded into the sorted keys (`fold`, which the
+table calls when they outgrow an eighth of them). Nothing here reads the table's other columns: the table hands its page keys to
 `fold`.
 """
 
