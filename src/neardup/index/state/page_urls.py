@@ -7,8 +7,8 @@ string a page cost most of an index's opening); a URL finds its slot through the
 two URLs may normalise to one key. Pages added since opening sit in a small dict until the
 writer's next save merges their keys into the saved ones (`page_saves.page_arrays`), or, in
 a copy that never saves, until they are folded into the sorted keys (`fold`, which the
-table calls when they outgrow an eighth of them). Nothing here reads the table's other columns: the table hands its page keys to
-`fold`.
+table calls when they outgrow an eighth of them). Nothing here reads the table's other
+columns: the table hands its page keys to `fold`.
 """
 
 from __future__ import annotations
