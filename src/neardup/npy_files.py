@@ -13,12 +13,24 @@ from typing import Any
 import numpy as np
 
 
+def layout(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """A saved `.npy` file's shape, whether it is in Fortran order, its dtype, and where its
+    data starts, from its header (either version of the format)."""
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, fortran, dtype = read(fh)
+        return tuple(shape), bool(fortran), np.dtype(dtype), fh.tell()
+
+
 def header(path: Path) -> tuple[int, int]:
     """The rows of a saved `.npy` matrix and where its data starts, from its header."""
-    with open(path, "rb") as fh:
-        np.lib.format.read_magic(fh)
-        shape = np.lib.format.read_array_header_1_0(fh)[0]
-        return int(shape[0]), fh.tell()
+    shape, _, _, start = layout(path)
+    return int(shape[0]), start
 
 
 def data_start(path: Path) -> int:

@@ -16,6 +16,8 @@ for 1.6 million distinct int64 values that a sort orders in 9 ms (25 µs against
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from neardup.kernels.jit import njit
@@ -142,3 +144,20 @@ def sorted_distinct(values: np.ndarray) -> np.ndarray:
         first_nan = int(np.searchsorted(np.isnan(ordered), True))
         keep[first_nan + 1 :] = False
     return ordered[keep]
+
+
+def consecutive_runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of `values` that rise by one, as [start, end) positions: the rows of a
+    matrix file one read or write each (`store/rows.py` reads them, `index/files/saves.py`
+    writes them). None for no value."""
+    cuts = [0, *(np.flatnonzero(np.diff(values) != 1) + 1).tolist(), int(values.size)]
+    return [(a, b) for a, b in pairwise(cuts) if a < b]
+
+
+def found_in_sorted(sorted_values: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `values` is, or would be, in the increasing `sorted_values` (clipped to
+    its last position), and whether it is there: one search, no hash table."""
+    if not sorted_values.size:
+        return np.zeros(values.size, dtype=np.int64), np.zeros(values.size, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_values, values), sorted_values.size - 1)
+    return at, sorted_values[at] == values

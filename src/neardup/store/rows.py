@@ -4,11 +4,13 @@ resident: used by the scan's later stages and by the store build."""
 from __future__ import annotations
 
 import os
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from neardup.kernels.sorting import consecutive_runs
+from neardup.npy_files import layout
 
 
 class MappedRows:
@@ -26,17 +28,8 @@ class MappedRows:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        with open(self.path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            read = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
-            )
-            shape, fortran, dtype = read(fh)
-            self._start = fh.tell()  # where the data starts
-        self.shape: tuple[int, ...] = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        shape, fortran, self.dtype, self._start = layout(self.path)  # (where the data starts)
+        self.shape: tuple[int, ...] = shape
         self._by_pread = not fortran and not self.dtype.hasobject
         self._row_bytes = int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
@@ -72,12 +65,10 @@ class MappedRows:
         ordered = rows[order]
         got = np.empty((rows.size, *self.shape[1:]), self.dtype)
         flat = got.reshape(rows.size, -1).view(np.uint8)  # a row's bytes a line
-        cuts = [0, *(np.flatnonzero(np.diff(ordered) != 1) + 1).tolist(), rows.size]
         with open(self.path, "rb", buffering=0) as fh:
-            for a, b in pairwise(cuts):
-                if a < b:
-                    at = self._start + int(ordered[a]) * self._row_bytes
-                    _read_into(fh.fileno(), memoryview(flat[a:b]).cast("B"), at)
+            for a, b in consecutive_runs(ordered):
+                at = self._start + int(ordered[a]) * self._row_bytes
+                _read_into(fh.fileno(), memoryview(flat[a:b]).cast("B"), at)
         if np.any(np.diff(order) != 1):  # asked out of order: put back
             out = np.empty_like(got)
             out[order] = got

@@ -7,7 +7,6 @@ read back as maps.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import shutil
 import sys
@@ -25,6 +24,7 @@ from neardup.index.state.arrays import (
     PatchedRows,
     RowBlocks,
 )
+from neardup.kernels.sorting import consecutive_runs
 from neardup.npy_files import header, write_header
 
 if sys.platform != "win32":
@@ -124,8 +124,7 @@ def _save_patched(folder: Path, m: PatchedRows) -> None:
             for a in range(0, slots.size, _PATCH_BLOCK):
                 block = slots[a : a + _PATCH_BLOCK]
                 got = np.ascontiguousarray(m.read(block), dtype)
-                cuts = [0, *(np.flatnonzero(np.diff(block) != 1) + 1).tolist(), block.size]
-                for x, y in itertools.pairwise(cuts):  # a run of slots: one write
+                for x, y in consecutive_runs(block):  # a run of slots: one write
                     offset = start + int(block[x] - lo) * row_bytes
                     os.pwrite(fh.fileno(), got[x:y].tobytes(), offset)
             fh.truncate(start + (hi - lo) * row_bytes)  # rows after `filled`: zeros (a hole)

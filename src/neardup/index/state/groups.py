@@ -24,14 +24,13 @@ from neardup.index.state.arrays import RowBlocks, mapped_strings, strings_in_blo
 from neardup.index.state.merged_runs import (
     BLOCK,
     dropped_count,
-    in_sorted,
     merged_blocks,
     merged_rows,
 )
 from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.index.state.page_rows import one_array
 from neardup.index.state.pages import PageTable
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, sorted_distinct
 
 FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)
 
@@ -90,7 +89,7 @@ class GroupMembers:
         found_gid, found_slot = [], []
         for lo in range(0, n if gids.size else 0, BLOCK):
             g = np.asarray(group[lo : min(lo + BLOCK, n)])
-            at = np.flatnonzero(in_sorted(g, gids))
+            at = np.flatnonzero(found_in_sorted(gids, g)[1])
             found_gid.append(g[at].astype(np.int64))
             found_slot.append(at + lo)
         gid = np.concatenate(found_gid) if found_gid else np.empty(0, np.int64)
@@ -161,11 +160,6 @@ class GroupMembers:
         self._ids, self._sizes = np.unique(self._gid, return_counts=True)
         # Groups changed since the arrays were made (empty: gone).
         self._over = Overlay()
-
-    def fold(self) -> None:
-        """The overlay folded into the arrays now (before a save)."""
-        if self._over:
-            self._build()
 
     def fold_if_due(self) -> None:
         """Between batches: fold the overlay into the arrays once it is large. The page
@@ -347,7 +341,7 @@ class Winners:
             self.fold()
 
     def fold(self) -> None:
-        """The winners elected since put into the arrays now (before a save)."""
+        """The winners elected since put into the arrays now (`fold_if_due`)."""
         if not self._over:
             return
         changed = np.fromiter(self._over, np.int64, len(self._over))
