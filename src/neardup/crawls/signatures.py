@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.kernels import SIGNATURE_DTYPE
+from neardup.kernels.sorting import found_in_sorted
 from neardup.store import RunError, load_settings
 
 SIGNATURES = "signatures.npy"
@@ -135,8 +136,7 @@ class RunSignatures:
                     BATCH_ROWS, row_groups=[group], columns=["doc_id", "minhash"]
                 ):
                     batch_docs, sig = self._parquet_rows(batch, path)
-                    pos = np.minimum(np.searchsorted(wanted, batch_docs), wanted.size - 1)
-                    hit = wanted[pos] == batch_docs
+                    pos, hit = found_in_sorted(wanted, batch_docs)
                     out[pos[hit]] = sig[hit]
                     seen[pos[hit]] = True
         self._check(wanted, seen)

@@ -23,16 +23,9 @@ from typing import Any
 import numpy as np
 
 from neardup.index.state.arrays import RowBlocks
+from neardup.kernels.sorting import found_in_sorted
 
 BLOCK = 1 << 18  # base entries a block (2 MiB of 64-bit keys)
-
-
-def in_sorted(keys: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Whether each of `keys` is in `sorted_set` (sorted): one search, no hash table."""
-    if not sorted_set.size or not keys.size:
-        return np.zeros(keys.size, bool)
-    at = np.minimum(np.searchsorted(sorted_set, keys), sorted_set.size - 1)
-    return sorted_set[at] == keys
 
 
 def dropped_count(keys: np.ndarray, drop: np.ndarray | None) -> int:
@@ -63,7 +56,7 @@ def merged_blocks(
         new_hi = new_size if hi == size else int(np.searchsorted(new_keys, keys[hi - 1], "right"))
         part = [np.asarray(c[lo:hi]) for c in base]
         if drop is not None and drop.size:
-            kept = ~in_sorted(part[0], drop)
+            kept = ~found_in_sorted(drop, part[0])[1]
             if not kept.all():
                 part = [c[kept] for c in part]
         yield _merged(part, [np.asarray(c[new_lo:new_hi]) for c in new])

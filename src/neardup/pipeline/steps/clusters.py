@@ -29,7 +29,7 @@ from neardup.kernels.graph import (
     connected_components,
     core_clusters,
 )
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, sorted_distinct
 from neardup.pipeline.steps.near import NearResult
 from neardup.pipeline.steps.near_pairs import MappedRows
 from neardup.pipeline.steps.pair_rows import Rows, edge_rows, identical_rows
@@ -200,7 +200,7 @@ def _class_sizes(classes: Sequence[Rows], touched: np.ndarray) -> tuple[np.ndarr
             continue
         first = np.flatnonzero(np.r_[True, reps[1:] != reps[:-1]])
         rep, members = reps[first], np.diff(np.r_[first, reps.size])
-        at, hit = _found(touched, rep)
+        at, hit = found_in_sorted(touched, rep)
         np.add.at(weight, at[hit], members[hit])
         alone += int((~hit).sum())
     return weight, alone
@@ -263,15 +263,6 @@ def cluster_parts(
     return clusters
 
 
-def _found(touched: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each of `values` is, or would be, in the increasing `touched`, and whether it
-    is there."""
-    if not touched.size:
-        return np.zeros(values.size, dtype=np.int64), np.zeros(values.size, dtype=bool)
-    at = np.minimum(np.searchsorted(touched, values), touched.size - 1)
-    return at, touched[at] == values
-
-
 @dataclass
 class _Labels:
     """The graph's labels (`cluster_graph`'s, over the `touched` pages) by position."""
@@ -285,7 +276,7 @@ class _Labels:
         """The positions of the cluster, component and identical group representatives of
         pages whose class representatives are `reps`: a representative without an edge is
         its own."""
-        at, hit = _found(self.touched, reps)
+        at, hit = found_in_sorted(self.touched, reps)
         found = []
         for labels in (self.cluster, self.component, self.identical):
             out = np.array(reps, dtype=np.int64)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, sorted_distinct
 from neardup.pipeline.executors.base import StagesOutcome
 from neardup.pipeline.executors.spark.components import connected_components
 from neardup.pipeline.executors.spark.ingest_ranges import RANGE_IDX
@@ -146,8 +146,8 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, default: A
     (an array like `wanted`, or one value)."""
     if not keys.size:
         return np.broadcast_to(default, wanted.shape).copy()
-    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-    return np.where(keys[at] == wanted, values[at], default)
+    at, hit = found_in_sorted(keys, wanted)
+    return np.where(hit, values[at], default)
 
 
 def cluster_distributed(jobs: SparkJobs) -> None:

@@ -45,7 +45,7 @@ from neardup.config import Settings
 from neardup.ingest.eligibility import enough_words
 from neardup.kernels import SIGNATURE_DTYPE, estimate_resemblance
 from neardup.kernels.buckets import CandidateStats, key_parts, partition_pairs, unpack_pairs
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, sorted_distinct
 from neardup.pipeline.executors.spark.kernels import EDGE_SCHEMA, matrix_of
 from neardup.pipeline.steps.clusters import ASSIGN_SCHEMA
 from neardup.pipeline.steps.near_pairs import (
@@ -300,8 +300,7 @@ def bucket_part(
     entries = _part_rows(work, "keys", part, parts, starts, KEY_ROW)
     others = _sorted_ids(work / NON_REPS)
     if others.size:
-        at = np.minimum(np.searchsorted(others, entries["doc"]), others.size - 1)
-        entries = entries[others[at] != entries["doc"]]
+        entries = entries[~found_in_sorted(others, entries["doc"])[1]]
     stats = CandidateStats()
     packed = partition_pairs(
         entries["tbl"], entries["key"], entries["doc"], entries["order"], max_bucket, stats
