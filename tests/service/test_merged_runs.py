@@ -26,6 +26,7 @@ from neardup.index.state.groups import GROUP_ARRAYS
 from neardup.index.state.merged_runs import merged_blocks, merged_rows
 from neardup.index.state.pages import PAGE_ARRAYS
 from neardup.index.state.updates import PageUpdate
+from neardup.store.file_vectors import FileVector, whole
 
 keys = st.lists(st.integers(-5, 40), max_size=60)
 
@@ -105,14 +106,14 @@ def test_a_save_merges_the_changes_into_the_saved_arrays(tmp_path, monkeypatch):
         saved = ix.store / str(ix.graph_meta["name"])
     # The saved arrays against the page table's `group` column, made here.
     a = read_arrays(saved.parent, saved.name, GROUP_ARRAYS + PAGE_ARRAYS)
+    a = {k: whole(v) if isinstance(v, FileVector) else v for k, v in a.items()}  # (by blocks)
     pairs = sorted((int(g), s) for s, g in enumerate(column.tolist()) if g >= 0)
     assert list(zip(a["group_gid"].tolist(), a["group_slot"].tolist(), strict=True)) == pairs
     sizes = Counter(g for g, _ in pairs)
     assert dict(zip(a["group_ids"].tolist(), a["group_sizes"].tolist(), strict=True)) == sizes
     assert a["group_ids"].tolist() == sorted(sizes)
-    assert np.all(np.diff(a["page_skeys"]) >= 0) and sorted(a["page_sslots"].tolist()) == list(
-        range(n)
-    )
+    assert np.all(np.diff(a["page_skeys"]) >= 0)
+    assert sorted(a["page_sslots"].tolist()) == list(range(n))
     urls = mapped_strings(a["page_url_offsets"], a["page_url_bytes"]).to_pylist()
     assert dict(zip(urls, range(n), strict=True)) == want[2]
     winners = mapped_strings(a["winner_url_offsets"], a["winner_url_bytes"])
@@ -122,3 +123,20 @@ def test_a_save_merges_the_changes_into_the_saved_arrays(tmp_path, monkeypatch):
     assert {g: w for g, w in got.items() if g in want[0]} == want[1]
     with ServiceIndex(store, read_only=True) as ix:
         assert _answers(ix) == want
+    # The groups counted as the save wrote them (`group_counts`), then after changes (the
+    # overlay's groups against their saved sizes), against the group column counted here.
+    with ServiceIndex(store) as ix:
+        assert ix.graph_meta["group_counts"] == _counted(ix, 1) + _counted(ix, 2)
+        ix.apply([PageUpdate(f"http://a.example/{i}", text=_text(200 + i)) for i in range(6)])
+        ix.apply([PageUpdate(f"http://d.example/{i}", text=_text(i)) for i in range(0, 40, 3)])
+        ix.apply([PageUpdate(f"http://a.example/{i}", remove=True) for i in range(10, 20)])
+        assert ix.groups._over and ix.groups._counts is not None
+        assert [ix.groups.count(1), ix.groups.count(2)] == _counted(ix, 1) + _counted(ix, 2)
+
+
+def _counted(ix: ServiceIndex, at_least: int) -> list[int]:
+    """The groups of at least `at_least` live pages, from the page table's group column."""
+    n = ix.pages.n
+    live = np.asarray(ix.pages.group[:n])[~np.asarray(ix.pages.removed[:n], bool)]
+    sizes = Counter(live[live >= 0].tolist())
+    return [sum(1 for c in sizes.values() if c >= at_least)]

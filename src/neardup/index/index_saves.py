@@ -87,6 +87,8 @@ def save_graph(
         )
         write_arrays(store, name, arrays, hook=True)
         saved: dict[str, Any] = {"name": name, "version": old.version, "pages": n}
+        if state.groups.written_counts is not None:  # (groups of >= 1 and >= 2 pages)
+            saved["group_counts"] = list(state.groups.written_counts)
         committed.graph_meta, committed.changes_meta = saved, None  # against the old save
         try:
             # The save holds every row of every segment (the state of `old.version`):

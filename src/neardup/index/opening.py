@@ -160,7 +160,7 @@ def read_version(
             changes = changes_of(manifest) if saved else None
             if changes is None:
                 return arrays, None
-            return arrays, read_arrays(store, str(changes["name"]), CHANGE_ARRAYS)
+            return arrays, read_arrays(store, str(changes["name"]), CHANGE_ARRAYS, by_blocks=False)
         except FileNotFoundError:
             if read_manifest(store) == manifest and (store / name).is_dir():
                 if saved:  # the segments it holds are gone: nothing to rebuild from
@@ -208,7 +208,7 @@ def saved_tables(
     slots = tail.pages.column("slot").to_numpy()
     keys = saved_node_keys(settings, t, replay, saved["node"])
     before = t.apply_rows(tail.pages, tail.signatures, tail.dim_lengths)
-    groups = GroupMembers(t, saved)
+    groups = GroupMembers(t, saved, graph.get("group_counts"))
     groups.move(slots, before)
     winners = Winners(tail.groups, saved)
     for gid in sorted_distinct(before[before >= 0]).tolist():

@@ -115,8 +115,12 @@ def key_hits(
     `np.repeat`: no Python loop over queries or entries. With `max_per_key`, only the first
     entries of a key (in table order) are read, so one huge bucket cannot blow a lookup up.
     Shared by `BandTable.lookup` and the service's band index."""
-    lo = np.searchsorted(sorted_keys, queries, side="left")
-    hi = np.searchsorted(sorted_keys, queries, side="right")
+    bounds = getattr(sorted_keys, "bounds", None)  # a saved array searched by blocks
+    if bounds is not None:  # (`store/file_vectors.py`): both sides, its blocks read once
+        lo, hi = bounds(queries)
+    else:
+        lo = np.searchsorted(sorted_keys, queries, side="left")
+        hi = np.searchsorted(sorted_keys, queries, side="right")
     if max_per_key is not None:
         hi = np.minimum(hi, lo + max_per_key)
     counts = hi - lo

@@ -43,17 +43,17 @@ def search_saved(
 ) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
     """Where the files are (an executor): the entries of each saved array `SEARCHED` names
     for the keys `queries[name][row]` (sorted) of each of its rows (the band index has a row
-    a table, the others one): (keys, values) a row. Reads only the pages of the maps the
-    binary searches land on. With `shape` (bands, rows), also `NODE_KEYS`: the pages found
+    a table, the others one): (keys, values) a row. Reads only the blocks the searches land
+    on (`store/file_vectors.py`). With `shape` (bands, rows), also `NODE_KEYS`: the pages found
     by their keys that the saved graph holds as nodes, with the band keys of their saved
     sketches (the keys the saved band index files them under), (slots, keys)."""
     out: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for name, rows in queries.items():
         key_file, value_file = SEARCHED[name]
-        keys = np.load(folder / f"{key_file}.npy", mmap_mode="r")
-        values = np.load(folder / f"{value_file}.npy", mmap_mode="r")
-        if keys.ndim == 1:
-            keys, values = keys[None, :], values[None, :]
+        got_files = read_arrays(folder.parent, folder.name, (key_file, value_file))
+        keys, values = got_files[key_file], got_files[value_file]  # read by blocks
+        if not isinstance(keys, list):  # one row (a band index has a row a table)
+            keys, values = [keys], [values]
         got = []
         for row, q in enumerate(rows):
             at, found = key_hits(keys[row], values[row], q)

@@ -26,6 +26,7 @@ from neardup.index.state.arrays import (
 )
 from neardup.kernels.sorting import consecutive_runs
 from neardup.npy_files import header, write_header
+from neardup.store.file_vectors import FileVector, SortedVector, save_sparse
 
 if sys.platform != "win32":
     pass
@@ -44,6 +45,24 @@ from neardup.index.files.store import (
     part_file,
 )
 
+# The saved sorted arrays searched for a batch's keys, and the values beside them: read by
+# blocks with `pread` (`store/file_vectors.py`), not mapped, so that what the searches read
+# does not stay in the process's memory (1.33 GB of the band keys' map at ten million pages).
+BY_BLOCKS: dict[str, type[FileVector]] = {
+    "band_keys": SortedVector,
+    "band_slots": FileVector,
+    "cls_fp": SortedVector,
+    "cls_slot": FileVector,
+    "page_skeys": SortedVector,
+    "page_sslots": FileVector,
+    "group_gid": SortedVector,
+    "group_slot": FileVector,
+    "group_ids": SortedVector,
+    "group_sizes": FileVector,
+    "winner_gid": SortedVector,
+    "winner_row": FileVector,
+}
+
 # Rows of a partition of the saved sketches and length vectors (32 MB of 128-value
 # sketches): a save links a partition whose rows did not change since the save before.
 PART_ROWS = 1 << 16
@@ -59,6 +78,9 @@ def write_arrays(store: Path, name: str, arrays: Arrays, hook: bool = False) -> 
     shutil.rmtree(final, ignore_errors=True)  # a leftover of a killed writer
     tmp.mkdir()
     _save_all(tmp, arrays)
+    for key, vector in BY_BLOCKS.items():  # the sorted ones' sparse indexes, beside them
+        if vector is SortedVector and (tmp / f"{key}.npy").exists():
+            save_sparse(tmp / f"{key}.npy")
     _flush_and_rename(tmp, final)
     delay = os.environ.get(GRAPH_SLEEP_HOOK) if hook else None
     if delay:
@@ -166,13 +188,15 @@ def _save_blocks(folder: Path, rows: RowBlocks) -> None:
 
 
 def read_arrays(
-    store: Path, name: str, names: tuple[str, ...], writable: bool = False
+    store: Path, name: str, names: tuple[str, ...], writable: bool = False, by_blocks: bool = True
 ) -> dict[str, Any]:
     """The `.npy` files `names` of a folder, memory-mapped read-only (`writable`:
     copy-on-write, what is changed goes to private pages, never to the file): opening reads
     none of them, and a mapping outlives the folder's removal by a writer that replaced it
     (a folder removed before it was mapped raises FileNotFoundError). A map a name, or for
-    a matrix saved in partitions (`PARTED`) the list of its partitions' maps, in order."""
+    a matrix saved in partitions (`PARTED`) the list of its partitions' maps, in order; of
+    a save's sorted arrays (`BY_BLOCKS`, with `by_blocks`: not for the same names in a
+    `changes-N/` folder, which are not sorted), vectors read by blocks instead."""
     folder = store / name
     mode: Any = "c" if writable else "r"
 
@@ -181,10 +205,18 @@ def read_arrays(
         # time, several times slower to make than a view, and lookups slice them a lot.
         return np.load(path, mmap_mode=mode).view(np.ndarray)
 
-    return {
-        k: [mapped(p) for p in _parts(folder, k)] if k in PARTED else mapped(folder / f"{k}.npy")
-        for k in names
-    }
+    def opened(k: str) -> Any:
+        if k in PARTED:
+            return [mapped(p) for p in _parts(folder, k)]
+        path = folder / f"{k}.npy"
+        vector = BY_BLOCKS.get(k) if by_blocks else None
+        if vector is not None:
+            if not path.exists():
+                raise FileNotFoundError(path)
+            return vector.of(path)
+        return mapped(path)
+
+    return {k: opened(k) for k in names}
 
 
 def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 from neardup.index.state.arrays import BandDelta, BandWriter, FilledInPlace
 from neardup.index.state.found import Found, hits
 from neardup.kernels.lsh import key_hits
+from neardup.store.file_vectors import in_blocks, whole
 
 _EMPTY_KEYS = np.empty(0, dtype=np.int64)
 _EMPTY_IDS = np.empty(0, dtype=np.int32)
@@ -79,33 +80,54 @@ class BandBuckets:
             return {}
         cols = []
         for t in range(self.tables):
-            at = np.flatnonzero(np.isin(self.base_slots[t], want))
-            at = at[~self.base_dead[self.base_slots[t][at]]]
-            order = np.argsort(self.base_slots[t][at], kind="stable")
-            cols.append((self.base_slots[t][at][order], self.base_keys[t][at][order]))
+            parts = [
+                lo + np.flatnonzero(np.isin(block, want) & ~self.base_dead[block])
+                for lo, block in in_blocks(self.base_slots[t])
+            ]
+            at = np.concatenate(parts) if parts else np.empty(0, np.int64)
+            slots = np.asarray(self.base_slots[t][at])
+            order = np.argsort(slots, kind="stable")
+            cols.append((slots[order], np.asarray(self.base_keys[t][at])[order]))
         found = cols[0][0]
         keys = np.stack([k for _, k in cols], axis=1)
         return dict(zip(found.tolist(), keys, strict=True))
+
+    def base_hits(
+        self, keys: list[np.ndarray], preloaded: list[Found] | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The base's entries for the keys `keys[t]` (distinct) of each table t: (query
+        position, node) pairs, dead nodes included (`members` skips them). The base does
+        not change between saves, so a batch that asks for the same keys before and after
+        it moves nodes searches it once. `preloaded`: as `members`'s."""
+        out = []
+        for t, wanted in enumerate(keys):
+            pre = None if preloaded is None else preloaded[t]
+            qb, ib, searched = hits(pre, wanted, self.base_keys[t], self.base_slots[t])
+            self.base_searches += searched
+            out.append((qb, ib))
+        return out
 
     def members(
         self,
         keys: list[np.ndarray],
         at_least: int = 2,
         preloaded: list[Found] | None = None,
+        base: list[tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> dict[tuple[int, int], list[int]]:
         """The nodes of the buckets with keys `keys[t]` (distinct) in table t, for the
         buckets holding `at_least` nodes: {(table, key): slots in any order}. Buckets of
         one node hold no candidate pair, and they are nearly all of them, so they are
         counted in arrays and never listed. `preloaded`: the base's entries for some keys of
         each table found elsewhere (a `Found` a table: Spark's executors searched the saved
-        files), read instead of the base for those keys."""
+        files), read instead of the base for those keys; `base`: `base_hits` of `keys`,
+        when the caller has them."""
+        if base is None:
+            base = self.base_hits(keys, preloaded)
         out: dict[tuple[int, int], list[int]] = {}
         for t, wanted in enumerate(keys):
             if not wanted.size:
                 continue
-            pre = None if preloaded is None else preloaded[t]
-            qb, ib, searched = hits(pre, wanted, self.base_keys[t], self.base_slots[t])
-            self.base_searches += searched
+            qb, ib = base[t]
             if ib.size:
                 live = ~self.base_dead[ib]
                 qb, ib = qb[live], ib[live]
@@ -191,7 +213,8 @@ class BandBuckets:
         """Entries of each table once both levels are folded: every node is in every
         table once."""
         base = self.base_slots[0] if self.base_slots.shape[1] else _EMPTY_IDS
-        return int((~self.base_dead[base]).sum()) + self.delta_slots[0].size
+        live = sum(int(np.count_nonzero(~self.base_dead[b])) for _, b in in_blocks(base))
+        return live + self.delta_slots[0].size
 
     def saved(self, before: Path | None, writer: BandWriter) -> FilledInPlace:
         """Both levels folded into one base, as a save holds it: each table's keys ascending
@@ -221,7 +244,7 @@ class BandBuckets:
     def _folded(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Table `t` with both levels folded, in memory (keys ascending, old entries first
         at equal keys)."""
-        bk, bs = self.base_keys[t], self.base_slots[t]
+        bk, bs = whole(self.base_keys[t]), whole(self.base_slots[t])
         if bs.size:
             live = ~self.base_dead[bs]
             bk, bs = bk[live], bs[live]

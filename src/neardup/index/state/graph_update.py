@@ -89,14 +89,15 @@ def _move_nodes(
         new_keys = lsh_keys(graph.pages.sigs[new_slots], None, graph.bands, graph.rows)
     every = np.concatenate([keys_of(graph, sorted(leaving), lookups.node_keys), new_keys])
     wanted = [sorted_distinct(every[:, t]) for t in range(graph.bands)]
-    before = graph.buckets.members(wanted, preloaded=lookups.band)
+    base = graph.buckets.base_hits(wanted, lookups.band)  # (the same before and after)
+    before = graph.buckets.members(wanted, base=base)
     graph.buckets.remove(list(leaving))
     for s in leaving:
         graph.node[s] = False
     graph.buckets.add(new_slots, new_keys)
     for s in new_slots:
         graph.node[s] = True
-    after = graph.buckets.members(wanted, preloaded=lookups.band)
+    after = graph.buckets.members(wanted, base=base)
     entered = set(new_slots)
     delta: dict[int, int] = defaultdict(int)
     # A node that entered again with a new signature keeps candidates whose count does not

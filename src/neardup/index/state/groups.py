@@ -15,7 +15,7 @@ group in the overlay, about 450 bytes a page with the winners'.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.index.state.page_rows import one_array
 from neardup.index.state.pages import PageTable
 from neardup.kernels.sorting import found_in_sorted, sorted_distinct
+from neardup.store.file_vectors import in_blocks, whole
 
 FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)
 
@@ -58,16 +59,28 @@ class GroupMembers:
     `values` and `items` return is read-only: change a group through `add`, `discard`,
     `pop` and assignment. A group with no page left is no group."""
 
-    def __init__(self, pages: PageTable, saved: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        pages: PageTable,
+        saved: dict[str, np.ndarray] | None = None,
+        counts: Sequence[int] | None = None,
+    ) -> None:
         """The groups of the page table's `group` column (the committed state), or the
-        arrays `saved_arrays` wrote of it (maps: not read until a group is)."""
+        arrays `saved_arrays` wrote of it (maps: not read until a group is), with the
+        groups of one page or more and of two or more among them (`counts`, as the save
+        counted them; None: counted from the arrays when asked)."""
         self._pages = pages
+        # Groups of >= 1 and >= 2 pages that the arrays hold, and those the last
+        # `saved_arrays` wrote (None: not known without reading every group's size).
+        self._counts: tuple[int, int] | None = None
+        self.written_counts: tuple[int, int] | None = None
         if saved is None:
             self._build()
             return
         self._gid, self._slot = saved["group_gid"], saved["group_slot"]
         self._ids, self._sizes = saved["group_ids"], saved["group_sizes"]
         self._over: Overlay[int, str] = Overlay()
+        self._counts = None if counts is None else (int(counts[0]), int(counts[1]))
 
     def saved_arrays(self) -> Iterator[RowBlocks]:
         """The arrays of the groups, for the files `GroupMembers(pages, saved)` maps: the
@@ -80,7 +93,19 @@ class GroupMembers:
         yield merged_rows(specs, [self._gid, self._slot], [gid, slot], changed)
         ids, sizes = np.unique(gid, return_counts=True)
         specs = {"group_ids": np.int64, "group_sizes": np.int64}
-        yield merged_rows(specs, [self._ids, self._sizes], [ids, sizes], changed)
+        rows = merged_rows(specs, [self._ids, self._sizes], [ids, sizes], changed)
+        counted = [0, 0]
+
+        def counting() -> Iterator[tuple[np.ndarray, ...]]:
+            # The groups of >= 1 and >= 2 pages, counted as the save writes them, so
+            # that `count` need not read every size again (80 MB at ten million pages).
+            for block in rows.blocks:
+                counted[0] += int(np.count_nonzero(block[1] >= 1))
+                counted[1] += int(np.count_nonzero(block[1] >= 2))
+                yield block
+            self.written_counts = (counted[0], counted[1])
+
+        yield RowBlocks(rows.specs, counting())
 
     def _column_members(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(group, slot) of the pages of groups `gids` (sorted) by the page table's `group`
@@ -158,6 +183,7 @@ class GroupMembers:
         self._gid = g[slots][order]
         self._slot = slots[order]
         self._ids, self._sizes = np.unique(self._gid, return_counts=True)
+        self._counts = None  # (counted from the arrays in memory when asked)
         # Groups changed since the arrays were made (empty: gone).
         self._over = Overlay()
 
@@ -227,17 +253,28 @@ class GroupMembers:
 
     def _base_ids(self) -> np.ndarray:
         """The group ids as opened that no batch changed since."""
+        ids = whole(self._ids)  # (every group listed: read whole)
         if not self._over:
-            return self._ids
-        return self._ids[~np.isin(self._ids, self._over.keys_array())]
+            return ids
+        return ids[~np.isin(ids, self._over.keys_array())]
 
     def count(self, at_least: int = 1) -> int:
         """Groups of at least `at_least` pages, counted without listing them (nor
         copying the arrays: one flag a group)."""
-        enough = self._sizes >= at_least
-        if self._over:  # the groups changed since: counted from the overlay instead
-            enough &= ~np.isin(self._ids, self._over.keys_array())
-        base = int(np.count_nonzero(enough))
+        changed = sorted_distinct(self._over.keys_array())
+        if self._counts is not None and at_least in (1, 2):
+            # As saved, less the changed groups' saved sizes (searched), plus the overlay.
+            at, there = found_in_sorted(self._ids, changed)
+            sizes = np.asarray(self._sizes[at[there]]) if there.any() else np.empty(0)
+            base = self._counts[at_least - 1] - int(np.count_nonzero(sizes >= at_least))
+        else:  # every size read, a block at a time
+            base = 0
+            for lo, sizes in in_blocks(self._sizes):
+                enough = sizes >= at_least
+                if changed.size:  # the groups changed since: counted from the overlay instead
+                    ids = np.asarray(self._ids[lo : lo + sizes.size])
+                    enough &= ~found_in_sorted(changed, ids)[1]
+                base += int(np.count_nonzero(enough))
         return base + sum(1 for m in self._over.values() if len(m) >= max(at_least, 1))
 
     def __len__(self) -> int:
@@ -345,6 +382,9 @@ class Winners:
         if not self._over:
             return
         changed = np.fromiter(self._over, np.int64, len(self._over))
+        # A fold makes whole arrays in memory (a copy that follows a writer's batches
+        # folds; the writer merges at its save instead): the saved ones read whole.
+        self._gid, self._row = whole(self._gid), whole(self._row)
         keep = ~np.isin(self._gid, changed)
         live = [(g, u) for g, u in self._over.items() if u is not None]
         rows_kept = np.zeros(len(self._url), bool)
