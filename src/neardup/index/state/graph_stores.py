@@ -187,13 +187,11 @@ def _expanded(over: Mapping[int, Collection[int]]) -> tuple[np.ndarray, np.ndarr
 
 
 def _run(sorted_keys: np.ndarray, key: int) -> tuple[int, int]:
-    """The positions [lo, hi) of `key` in a sorted array: one binary search, then a walk over
-    the (few) equal keys; most keys looked up are absent or once."""
-    lo = int(sorted_keys.searchsorted(key))
-    hi, size = lo, sorted_keys.size
-    while hi < size and sorted_keys[hi] == key:
-        hi += 1
-    return lo, hi
+    """The positions [lo, hi) of `key` in a sorted array, a search each side (of a saved
+    array read by blocks, `store/file_vectors.py`, a block each: not a read a value)."""
+    return int(np.searchsorted(sorted_keys, key, "left")), int(
+        np.searchsorted(sorted_keys, key, "right")
+    )
 
 
 def pointers(sorted_nodes: np.ndarray, n: int) -> np.ndarray:
