@@ -67,6 +67,8 @@ def test_reads_are_numpys(tmp_path_factory, values, picks, lo, hi) -> None:
     vec = FileVector.of(path)
     assert len(vec) == mem.size
     assert np.array_equal(vec[lo:hi], mem[lo:hi])
+    for step in (2, -1, -3):
+        assert np.array_equal(vec[lo:hi:step], mem[lo:hi:step])
     p = np.array(picks, np.int64)
     inside = (p >= -mem.size) & (p < mem.size)
     assert np.array_equal(vec[p[inside]], mem[p[inside]])

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from neardup.npy_files import layout
+from neardup.store.rows import read_into
 
 STRIDE = 512  # values a block of the sparse index covers (4 KiB of int64 keys: a page)
 _GAP_BLOCKS = 8  # unasked blocks between two asked ones read rather than skipped
@@ -110,12 +111,7 @@ class FileVector:
         lo, hi = max(lo, 0), min(hi, self.size)
         count = max(hi - lo, 0)
         view = memoryview(out[:count]).cast("B")
-        done, at = 0, self._at + lo * self.dtype.itemsize
-        while done < len(view):
-            got = os.preadv(self._file.fd, [view[done:]], at + done)
-            if got <= 0:
-                raise OSError(f"{self.path} is shorter than its header says")
-            done += got
+        read_into(self._file.fd, view, self._at + lo * self.dtype.itemsize)
         return count
 
     def blocks(self, rows: int = 1 << 18) -> Iterator[tuple[int, np.ndarray]]:
@@ -131,8 +127,9 @@ class FileVector:
             return self.read(i, i + 1)[0]
         if isinstance(index, slice):
             lo, hi, step = index.indices(self.size)
-            got = self.read(lo, max(lo, hi)) if step > 0 else self.read(hi + 1, lo + 1)[::-1]
-            return got[::step] if step != 1 else got
+            if step != 1:  # (positions, as numpy's slice names them)
+                return self.take(np.arange(lo, hi, step, dtype=np.int64))
+            return self.read(lo, max(lo, hi))
         return self.take(np.asarray(index))
 
     def take(self, positions: np.ndarray) -> np.ndarray:
@@ -189,9 +186,7 @@ class FileVector:
             for place, a, b in zip(
                 (at * width).tolist(), values_lo.tolist(), values_hi.tolist(), strict=True
             ):
-                size = (b - a) * width
-                if os.preadv(fd, [view[place : place + size]], self._at + a * width) != size:
-                    self.read_into(got[place // width :], a, b)  # a short read: again
+                read_into(fd, view[place : place + (b - a) * width], self._at + a * width)
             q_lo = np.searchsorted(ordered, lo_run[0], "left")
             q_hi = np.searchsorted(ordered, hi_run[-1] - 1, "right")
 

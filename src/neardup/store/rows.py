@@ -68,7 +68,7 @@ class MappedRows:
         with open(self.path, "rb", buffering=0) as fh:
             for a, b in consecutive_runs(ordered):
                 at = self._start + int(ordered[a]) * self._row_bytes
-                _read_into(fh.fileno(), memoryview(flat[a:b]).cast("B"), at)
+                read_into(fh.fileno(), memoryview(flat[a:b]).cast("B"), at)
         if np.any(np.diff(order) != 1):  # asked out of order: put back
             out = np.empty_like(got)
             out[order] = got
@@ -76,11 +76,12 @@ class MappedRows:
         return got
 
 
-def _read_into(fd: int, view: memoryview, at: int) -> None:
-    """`view` filled from the file at `at` (a short read continues)."""
+def read_into(fd: int, view: memoryview, at: int) -> None:
+    """`view` filled from the file at `at` (a short read continues): the one `pread` loop
+    of the run's matrices and of the index's vectors (`file_vectors.py`)."""
     done = 0
     while done < len(view):
         got = os.preadv(fd, [view[done:]], at + done)
         if got <= 0:
-            raise OSError("the matrix file is shorter than its header says")
+            raise OSError("the .npy file is shorter than its header says")
         done += got
