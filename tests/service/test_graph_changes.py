@@ -10,11 +10,14 @@ from crawl_texts import near_copies
 
 import neardup.index.index_saves as index_saves_module
 from neardup.index.files.graph_changes import graph_changes, slot_changes_into, take_changes
-from neardup.index.files.saves import read_arrays
+from neardup.index.files.saves import read_arrays, write_arrays
+from neardup.index.opening import changes_arrays
 from neardup.index.state.apply_batch import compute_batch
+from neardup.index.state.arrays import RowBlocks
 from neardup.index.state.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph
 from neardup.index.state.updates import SelfRedirect
 from neardup.service import PageUpdate, ServiceIndex
+from neardup.store.file_vectors import whole
 
 TEXTS = near_copies(120, seed=9, vocab=400, words=90, bases=6, edits=8)
 
@@ -37,19 +40,66 @@ def saved_then_changed(tmp_path, monkeypatch):
     ix.close()
 
 
-def test_changes_put_into_the_save_give_the_graph_the_batches_built(saved_then_changed):
+@pytest.mark.parametrize("by_node", [True, False])
+def test_changes_put_into_the_save_give_the_graph_the_batches_built(saved_then_changed, by_node):
+    """Also as changes written before the band delta's keys were kept by node too
+    (`by_node` False: sorted by node on opening instead)."""
     ix = saved_then_changed
     name = str(ix.graph_meta["name"])
-    changes = graph_changes(ix.scan_graph, read_arrays(ix.store, name, SLOT_COLUMNS))
+    # Written as a writer that closes writes them, and read back as an opening reads them.
+    write_arrays(
+        ix.store,
+        "changes-x",
+        graph_changes(ix.scan_graph, read_arrays(ix.store, name, SLOT_COLUMNS)),
+    )
+    changes = changes_arrays(ix.store, "changes-x")
     assert changes["slots"].size > 0  # not vacuous: the batches after the save changed slots
+    if not by_node:
+        changes.update(node_slots=None, node_keys=None)
     arrays = read_arrays(ix.store, name, GRAPH_ARRAYS, writable=True)
     slot_changes_into(arrays, changes)
     graph = ScanGraph(ix.settings, ix.pages, arrays)
     take_changes(graph, changes)
     assert graph.view() == ix.scan_graph.view()
+    # Every node of the delta has the keys the writer filed it under, and none other.
+    built, taken = ix.scan_graph.buckets, graph.buckets
+    delta = np.unique(np.concatenate(built.delta_slots)).tolist()
+    assert delta  # not vacuous
+    for slot in range(ix.pages.n):
+        want, got = built.keys_of(slot), taken.keys_of(slot)
+        assert (want is None) == (got is None)
+        if want is not None:
+            assert np.array_equal(want, got)
+    # Every bucket holds the writer's nodes, in its order; after nodes leave too, and the
+    # changes written after it are the writer's.
+    keys = [
+        np.unique(np.concatenate([built.delta_keys[t], whole(built.base_keys[t])]))
+        for t in range(built.tables)
+    ]
+    assert taken.members(keys, 1) == built.members(keys, 1)
+    built.remove(delta[:2])
+    taken.remove(delta[:2])
+    assert taken.members(keys, 1) == built.members(keys, 1)
+    for k in ("delta_keys", "delta_slots", "node_slots", "node_keys", "stash_slots", "dead"):
+        assert np.array_equal(_as_arrays(built.changes())[k], _as_arrays(taken.changes())[k]), k
     # The save alone is not the graph the batches built.
     bare = ScanGraph(ix.settings, ix.pages, read_arrays(ix.store, name, GRAPH_ARRAYS, True))
     assert bare.view() != ix.scan_graph.view()
+
+
+def _as_arrays(items) -> dict[str, np.ndarray]:
+    """The files `write_arrays` would write of `items` (arrays, `RowBlocks`), in memory."""
+    out = {}
+    for item in items:
+        if isinstance(item, RowBlocks):
+            blocks = list(item.blocks)
+            for i, (key, (shape, dtype)) in enumerate(item.specs.items()):
+                parts = [b[i] for b in blocks]
+                out[key] = np.concatenate(parts) if parts else np.zeros(shape, dtype)
+                assert out[key].shape == shape and out[key].dtype == dtype
+        else:
+            out[item[0]] = item[1]
+    return out
 
 
 def test_the_apply_changes_memory_and_writes_nothing(saved_then_changed):

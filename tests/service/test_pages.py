@@ -103,8 +103,9 @@ def test_pages_added_after_opening_are_found_once_folded(tmp_path, monkeypatch):
 def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
     """Rows opened as one array, or (`parts` > 0) as the rows of several segments' matrices
     picked in some order with rows no slot reads between them (`store.Stacked`), then
-    blocks added as slots are (small first blocks here): every read (a slot, a slice, many
-    slots across blocks) and write is the plain matrix's."""
+    blocks added as slots are (small first blocks here), some slots redirected to other
+    matrices (`redirect`, as opening puts the rows since a save in place): every read (a
+    slot, a slice, many slots across blocks) and write is the plain matrix's."""
     from unittest import mock
 
     from neardup.index.state.arrays import Stacked
@@ -137,6 +138,8 @@ def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
             values = np.array([rnd.randrange(2**32) for _ in range(many.size * 3)], np.uint32)
             rows.put(many, values.reshape(-1, 3))
             plain[many] = values.reshape(-1, 3)
+            if rnd.random() < 0.6:  # some slots read from another matrix from now on
+                _redirect_some(rows, plain, rnd)
             assert rows.shape == plain.shape
             assert np.array_equal(rows[np.arange(rows.rows)], plain)
             picks = [rnd.randrange(rows.rows) for _ in range(rnd.randrange(0, 50))]
@@ -147,6 +150,28 @@ def test_slot_rows_in_blocks_read_as_one_matrix(base_rows, grows, parts, rnd):
             assert np.array_equal(rows[lo], plain[lo])
     with pytest.raises(IndexError):
         rows[rows.rows]
+
+
+def _redirect_some(rows, plain, rnd):
+    """Redirect a random set of slots of `rows` (`SlotRows.redirect`) to a new matrix of
+    their rows (some changed: `plain` takes them too), given as one array or as the rows of
+    a `Stacked` scattered over parts with dead rows among them, as segments hold them."""
+    from neardup.index.state.arrays import Stacked
+
+    slots = np.array(rnd.sample(range(rows.rows), rnd.randrange(rows.rows + 1)), np.int64)
+    fresh = np.array([rnd.randrange(2**32) for _ in range(slots.size * 3)], np.uint32)
+    fresh = fresh.reshape(-1, 3)
+    if rnd.random() < 0.5:
+        target: np.ndarray | Stacked = fresh.copy()
+    else:
+        total = slots.size + rnd.randrange(0, 20)
+        where = np.array(rnd.sample(range(total), slots.size), np.int64)
+        spread = np.full((total, 3), 9, np.uint32)
+        spread[where] = fresh
+        cuts = sorted(rnd.randrange(total + 1) for _ in range(rnd.randrange(3)))
+        target = Stacked(np.split(spread, cuts), where)
+    rows.redirect(slots, target)
+    plain[slots] = fresh
 
 
 @settings(max_examples=25, deadline=None)

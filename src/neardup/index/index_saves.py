@@ -122,7 +122,7 @@ def save_changes(committed: Committed, state: IndexState) -> None:
         graph = str(committed.graph_meta["name"])
         as_saved = read_arrays(store, graph, SLOT_COLUMNS)
         changes = graph_changes(state.scan_graph, as_saved)
-        write_arrays(store, name, changes.items(), hook=True)
+        write_arrays(store, name, changes, hook=True)
         before = committed.changes_meta
         committed.changes_meta = {"name": name, "version": old.version, "graph": graph}
         try:

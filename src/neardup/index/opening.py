@@ -21,7 +21,12 @@ import numpy as np
 
 from neardup.config import Settings
 from neardup.index.committed import Committed
-from neardup.index.files.graph_changes import CHANGE_ARRAYS, slot_changes_into, take_changes
+from neardup.index.files.graph_changes import (
+    CHANGE_ARRAYS,
+    CHANGE_ARRAYS_SINCE,
+    slot_changes_into,
+    take_changes,
+)
 from neardup.index.files.legacy import give_slots
 from neardup.index.files.manifest_meta import changes_of, saved_at, stored_config, version_meta
 from neardup.index.files.saves import read_arrays
@@ -160,7 +165,7 @@ def read_version(
             changes = changes_of(manifest) if saved else None
             if changes is None:
                 return arrays, None
-            return arrays, read_arrays(store, str(changes["name"]), CHANGE_ARRAYS, by_blocks=False)
+            return arrays, changes_arrays(store, str(changes["name"]))
         except FileNotFoundError:
             if read_manifest(store) == manifest and (store / name).is_dir():
                 if saved:  # the segments it holds are gone: nothing to rebuild from
@@ -186,6 +191,18 @@ def read_version(
 
         got, state, _ = read_committed(store, fallback, lambda m, s: unsaved(m))
         return got, state, None, None
+
+
+def changes_arrays(store: Path, name: str) -> dict[str, np.ndarray | None]:
+    """A `changes-N/` folder's arrays, mapped; those of `CHANGE_ARRAYS_SINCE` None where an
+    older writer wrote none."""
+    got: dict[str, np.ndarray | None] = dict(
+        read_arrays(store, name, CHANGE_ARRAYS, by_blocks=False)
+    )
+    since = [k for k in CHANGE_ARRAYS_SINCE if (store / name / f"{k}.npy").exists()]
+    got.update(read_arrays(store, name, tuple(since), by_blocks=False))
+    got.update({k: None for k in CHANGE_ARRAYS_SINCE if k not in since})
+    return got
 
 
 def saved_tables(

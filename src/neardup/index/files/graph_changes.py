@@ -22,11 +22,13 @@ writer's, not an approximation of it (tested against the writer's and a twin's r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from neardup.index.files.store import CHANGES_PREFIX
+from neardup.index.state.arrays import RowBlocks
 from neardup.index.state.overlay import Overlay
 from neardup.index.state.scangraph import EDGE_ARRAYS, SLOT_COLUMNS
 
@@ -46,15 +48,21 @@ CHANGE_ARRAYS = (
     "stash_keys",
     "dead",
 )
+# Written since the changes kept their delta's keys by node too (`BandBuckets.changes`);
+# changes written before lack them, and their keys are sorted by node on opening instead.
+CHANGE_ARRAYS_SINCE = ("node_slots", "node_keys")
 
 
 def changes_name(version: int) -> str:
     return f"{CHANGES_PREFIX}{version:08d}"
 
 
-def graph_changes(graph: ScanGraph, saved: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def graph_changes(
+    graph: ScanGraph, saved: Mapping[str, np.ndarray]
+) -> list[tuple[str, np.ndarray] | RowBlocks]:
     """What `graph` holds beyond the save whose per-slot columns are `saved` (read from its
-    files, not the graph's copy-on-write maps of them), as arrays."""
+    files, not the graph's copy-on-write maps of them), as files to write (`write_arrays`:
+    arrays, and the band index's as blocks)."""
     n = graph.pages.n
     m = min(n, int(saved["member"].size))
     differ = np.zeros(m, bool)
@@ -68,9 +76,9 @@ def graph_changes(graph: ScanGraph, saved: Mapping[str, np.ndarray]) -> dict[str
     out["pair_keys"] = np.fromiter(graph.pair_over, np.int64, len(graph.pair_over))
     out["pair_counts"] = np.fromiter(graph.pair_over.values(), np.int64, len(graph.pair_over))
     out["adj_u"], out["adj_ptr"], out["adj_v"] = _packed(graph.adj_over)
-    out["adj_s"] = np.array([s for nb in graph.adj_over.values() for s in nb.values()], np.float64)
-    out.update(graph.buckets.changes())
-    return out
+    adj_s = chain.from_iterable(nb.values() for nb in graph.adj_over.values())
+    out["adj_s"] = np.fromiter(adj_s, np.float64, int(out["adj_ptr"][-1]))
+    return [*out.items(), *graph.buckets.changes()]
 
 
 def slot_changes_into(columns: Mapping[str, np.ndarray], changes: Mapping[str, np.ndarray]) -> None:
@@ -82,7 +90,7 @@ def slot_changes_into(columns: Mapping[str, np.ndarray], changes: Mapping[str, n
         columns[name][slots[inside]] = np.asarray(changes[name])[inside]
 
 
-def take_changes(graph: ScanGraph, changes: Mapping[str, np.ndarray]) -> None:
+def take_changes(graph: ScanGraph, changes: Mapping[str, Any]) -> None:
     """The changes put into a graph made from the save they were written against."""
     graph._fit()
     slots = np.asarray(changes["slots"])
@@ -115,8 +123,10 @@ def _packed(d: Mapping[int, object]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     keys = np.fromiter(d, np.int64, len(d))
     sizes = np.fromiter((len(v) for v in d.values()), np.int64, len(d))  # type: ignore[arg-type]
     ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    flat = [x for v in d.values() for x in v]  # type: ignore[attr-defined]
-    return keys, ptr, np.array(flat, np.int64)
+    # Straight into the array: a list of them first was a Python int a member (28 bytes and
+    # a pointer each, at the peak of a writer's close).
+    flat = np.fromiter(chain.from_iterable(d.values()), np.int64, int(ptr[-1]))  # type: ignore[arg-type]
+    return keys, ptr, flat
 
 
 def _unpacked(keys: np.ndarray, ptr: np.ndarray, flat: np.ndarray) -> list[tuple[int, list[int]]]:

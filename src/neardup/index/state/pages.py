@@ -182,9 +182,9 @@ class PageTable:
         """Put page rows written after the saved table (`store.read_state` with `after`:
         each page once, a slot each) at their slots, the new pages' after the last one;
         returns the group each row's slot had before (-1: none, or a new page)."""
-        slots = rows.column("slot").to_numpy()
-        order = np.argsort(slots, kind="stable")
-        slots = slots[order]
+        written = rows.column("slot").to_numpy()  # the slot of each row, in the rows' order
+        order = np.argsort(written, kind="stable")
+        slots = written[order]
         new = slots[slots >= self.n]
         if new.size and not np.array_equal(new, np.arange(self.n, self.n + new.size)):
             raise ValueError("the index's page slots are not 0 .. n-1: its files are damaged")
@@ -200,13 +200,14 @@ class PageTable:
             self.n += int(new.size)
         for name, value in row_columns(picked).items():
             getattr(self, name)[slots] = value
-        m_sigs, m_lens = np.asarray(sigs)[order], np.asarray(lens)[order]
-        lens_fit = m_lens.shape[1:] == (self.dims,)
         self.sig_changed[slots] = True
-        # The rows written at once, not a slot at a time (0.3 s of opening an index 30,000
-        # rows behind its save); the redirects by their few rows.
-        self.sigs.put(slots, m_sigs)
-        self.lens.put(slots, m_lens if lens_fit else np.zeros((slots.size, self.dims), np.int32))
+        # The rows read where the segments hold them (`SlotRows.redirect`), not copied into
+        # the save's maps; the redirects by their few rows.
+        self.sigs.redirect(written, sigs)
+        if lens.shape[1:] == (self.dims,):
+            self.lens.redirect(written, lens)
+        else:  # lengths of another shape (other dims): none
+            self.lens.put(slots, np.zeros((slots.size, self.dims), np.int32))
         rewrite_redirects(self.redirect, slots, picked.column("redirect_to"))
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
