@@ -21,7 +21,7 @@ writer's, not an approximation of it (tested against the writer's and a twin's r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -96,10 +96,7 @@ def take_changes(graph: ScanGraph, changes: Mapping[str, Any]) -> None:
     slots = np.asarray(changes["slots"])
     for name in SLOT_COLUMNS:
         getattr(graph, name)[slots] = np.asarray(changes[name])
-    graph.cls_over = Overlay(
-        (fp, tuple(members))
-        for fp, members in _unpacked(changes["cls_fp"], changes["cls_ptr"], changes["cls_slots"])
-    )
+    graph.cls_over = Overlay(_unpacked(changes["cls_fp"], changes["cls_ptr"], changes["cls_slots"]))
     graph.pair_over = dict(
         zip(
             np.asarray(changes["pair_keys"]).tolist(),
@@ -129,6 +126,10 @@ def _packed(d: Mapping[int, object]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return keys, ptr, flat
 
 
-def _unpacked(keys: np.ndarray, ptr: np.ndarray, flat: np.ndarray) -> list[tuple[int, list[int]]]:
-    p, f = np.asarray(ptr).tolist(), np.asarray(flat).tolist()
-    return [(k, f[p[i] : p[i + 1]]) for i, k in enumerate(np.asarray(keys).tolist())]
+def _unpacked(
+    keys: np.ndarray, ptr: np.ndarray, flat: np.ndarray
+) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """`_packed`'s arrays as (key, members) pairs: a tuple's slices are tuples, made once
+    each (a list sliced, then made a tuple, was two copies of every member)."""
+    p, f = np.asarray(ptr).tolist(), tuple(np.asarray(flat).tolist())
+    return ((k, f[p[i] : p[i + 1]]) for i, k in enumerate(np.asarray(keys).tolist()))

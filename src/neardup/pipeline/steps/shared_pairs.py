@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -90,6 +89,8 @@ def shared_pairs_sort(
     features: np.ndarray, docs: np.ndarray, threshold: int, stats: JoinStats, threads: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sort-based join in DuckDB over postings (already capped by `postings`)."""
+    import duckdb  # here: the index's modules import this one, and never join by sorting
+
     from neardup.store.run import read_sql
 
     stats.join, stats.threshold = "sort", threshold
