@@ -108,7 +108,9 @@ def run_add(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stores", nargs="+", type=Path)
-    parser.add_argument("--increment", nargs="+", required=True)
+    parser.add_argument(
+        "--increment", nargs="*", default=[], help="files to add (none: --add-args --remove FILE)"
+    )
     parser.add_argument("--src", help="a checkout's src folder to run instead")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--convert", action="store_true", help="open each index once first")

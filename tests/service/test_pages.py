@@ -207,3 +207,57 @@ def test_page_rows_in_any_order_open_as_in_slot_order(n, added, rnd):
         assert t.url_array(picks).to_pylist() == [want[s] for s in picks.tolist()]
         assert [t.slot(u) for u in want] == list(range(n + added))
         assert [t[u].group_id for u in urls] == list(range(n))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=4), st.integers(0, 60), st.randoms())
+def test_slot_rows_over_saved_files_read_the_file_and_what_was_written(parts, grow, rnd):
+    """A saved matrix's partitions as opened (`rows.file_map`: copy-on-write maps whose rows
+    are read with `pread`), then blocks added: every read is the plain matrix's, the rows
+    written since included (they are in the maps' private pages, not in the files), and
+    the files are never changed."""
+    import tempfile
+    from pathlib import Path
+    from unittest import mock
+
+    from neardup.store.rows import FileMap, file_map
+
+    with tempfile.TemporaryDirectory() as folder:
+        plain = np.arange(sum(parts) * 3, dtype=np.uint32).reshape(-1, 3)
+        files, lo = [], 0
+        for i, size in enumerate(parts):
+            path = Path(folder) / f"m.p{i:05d}.npy"
+            np.save(path, plain[lo : lo + size])
+            files.append(path)
+            lo += size
+        maps = [file_map(p, "c") for p in files]
+        assert all(isinstance(m, FileMap) for m in maps)
+        rows = SlotRows(3, np.uint32, maps)
+        with mock.patch.object(SlotRows, "_FIRST", 7):  # small blocks added
+            rows.reserve(rows.rows + grow)
+        plain = np.concatenate([plain, np.zeros((rows.rows - plain.shape[0], 3), np.uint32)])
+        saved = [np.load(p).copy() for p in files]
+        for _ in range(4):
+            if rows.rows:
+                for _ in range(rnd.randrange(6)):  # one slot at a time, a row or a value
+                    slot = rnd.randrange(rows.rows)
+                    value = rnd.randrange(2**32)
+                    rows[slot] = value
+                    plain[slot] = value
+                many = np.array(
+                    rnd.sample(range(rows.rows), rnd.randrange(rows.rows + 1)), np.int64
+                )
+                values = np.array(
+                    [rnd.randrange(2**32) for _ in range(many.size * 3)], np.uint32
+                ).reshape(-1, 3)
+                rows.put(many, values)
+                plain[many] = values
+            assert np.array_equal(rows[np.arange(rows.rows)], plain)
+            picks = (
+                [rnd.randrange(rows.rows) for _ in range(rnd.randrange(20))] if rows.rows else []
+            )
+            assert np.array_equal(rows[picks], plain[picks])
+            for slot in picks:
+                assert np.array_equal(rows[slot], plain[slot])
+        for path, before in zip(files, saved, strict=True):
+            assert np.array_equal(np.load(path), before)  # copy-on-write: the files as saved

@@ -111,7 +111,7 @@ def add_files(
         def apply(ahead: list[PreparedBatch]) -> None:
             index = ix.result()
             if removals:
-                held = [u for u in removals.pop() if _held(index, u)]
+                held = _held(index, removals.pop())
                 totals["remove_missing"] = len(gone) - len(held)
                 for i in range(0, len(held), batch):
                     out = [PageUpdate(u, remove=True) for u in held[i : i + batch]]
@@ -151,10 +151,13 @@ def add_files(
         return {**totals, **as_dict(ix.result().counts())}
 
 
-def _held(index: ServiceIndex, url: str) -> bool:
-    """Whether the index holds `url` (a page or a redirect), not removed."""
-    page = index.pages.get(url)
-    return page is not None and not page.removed
+def _held(index: ServiceIndex, urls: list[str]) -> list[str]:
+    """Those of `urls` the index holds (a page or a redirect), not removed, in their order:
+    looked up at once (one search of the saved page keys), not a URL at a time (a search
+    each: a sixth of removing 1 % of a million-page index)."""
+    pages = index.pages
+    slots = pages.lookup(urls, [None] * len(urls))
+    return [u for u, s in zip(urls, slots, strict=True) if s is not None and not pages.removed[s]]
 
 
 AHEAD_WHILE_OPENING = 16  # batches sketched ahead at the most while the index opens

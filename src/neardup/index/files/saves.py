@@ -27,6 +27,7 @@ from neardup.index.state.arrays import (
 from neardup.kernels.sorting import consecutive_runs
 from neardup.npy_files import header, write_header
 from neardup.store.file_vectors import FileVector, SortedVector, save_sparse
+from neardup.store.rows import file_map
 
 if sys.platform != "win32":
     pass
@@ -206,8 +207,8 @@ def read_arrays(
         return np.load(path, mmap_mode=mode).view(np.ndarray)
 
     def opened(k: str) -> Any:
-        if k in PARTED:
-            return [mapped(p) for p in _parts(folder, k)]
+        if k in PARTED:  # maps whose rows are also read with `pread` (`rows.FileMap`)
+            return [file_map(p, mode) for p in _parts(folder, k)]
         path = folder / f"{k}.npy"
         vector = BY_BLOCKS.get(k) if by_blocks else None
         if vector is not None:

@@ -53,6 +53,15 @@ def compute_batch(
     sketches = prepared.sketches
     keys = [sk.key if (sk := sketches.get(url)) is not None else None for url in batch]
     found = ix.pages.lookup(list(batch), keys, lookups.pages)
+    # What the batch reads of the saved arrays a page or a group at a time, found at once:
+    # the runs of the groups its pages are in and their winners (`preload`), and the keys
+    # of the nodes it removes (`signatures_changing`).
+    known = np.array([s for s in found if s is not None], np.int64)
+    gids = np.asarray(ix.pages.group[known]).tolist() if known.size else []
+    ix.groups.preload(gids)
+    ix.winners.preload(gids)
+    removing = [s for u, s in zip(batch.values(), found, strict=True) if u.remove and s is not None]
+    ix.scan_graph.signatures_changing(removing, lookups)
     for (url, u), slot, key in zip(batch.items(), found, keys, strict=True):
         old = None if slot is None else PageRef(ix.pages, slot)
         p = old if old is not None else ix.pages.add(url, key)

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.kernels.sorting import sorted_distinct
+from neardup.store.rows import FileMap
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,9 @@ def gather_rows(blocks: list[np.ndarray], starts: np.ndarray, rows: np.ndarray) 
     which = starts.searchsorted(rows, "right") - 1
     for b in sorted_distinct(which).tolist():
         at = np.flatnonzero(which == b)
-        out[at] = blocks[b][rows[at] - starts[b]]
+        block = blocks[b]
+        # A saved file's map (`rows.FileMap`) is read with `pread`, not through the map.
+        out[at] = (block.rows if isinstance(block, FileMap) else block)[rows[at] - starts[b]]
     return out
 
 

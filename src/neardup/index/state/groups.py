@@ -78,6 +78,7 @@ class GroupMembers:
             self._build()
             return
         self._gid, self._slot = saved["group_gid"], saved["group_slot"]
+        self._runs: dict[int, tuple[int, int]] = {}  # saved runs found ahead (`preload`)
         self._ids, self._sizes = saved["group_ids"], saved["group_sizes"]
         self._over: Overlay[int, str] = Overlay()
         self._counts = None if counts is None else (int(counts[0]), int(counts[1]))
@@ -181,6 +182,7 @@ class GroupMembers:
         slots = np.flatnonzero(g >= 0)
         order = np.argsort(g[slots], kind="stable")
         self._gid = g[slots][order]
+        self._runs = {}
         self._slot = slots[order]
         self._ids, self._sizes = np.unique(self._gid, return_counts=True)
         self._counts = None  # (counted from the arrays in memory when asked)
@@ -199,11 +201,33 @@ class GroupMembers:
     def freeze(self) -> None:
         """The batch is done: the groups it changed become tuples (`Overlay.freeze`)."""
         self._over.freeze()
+        self._runs = {}
 
     def _run(self, gid: int) -> tuple[int, int]:
+        got = self._runs.get(gid)
+        if got is not None:
+            return got
         return (
             int(np.searchsorted(self._gid, gid, "left")),
             int(np.searchsorted(self._gid, gid, "right")),
+        )
+
+    def preload(self, gids: Iterable[int]) -> None:
+        """Find the saved runs of groups `gids` at once (one search of the saved groups for
+        all), for the batch about to read them one group at a time; forgotten when the
+        batch is done (`freeze`). A search a group was two thirds of removing 1 % of a
+        million-page index."""
+        want = sorted_distinct(np.fromiter(gids, np.int64))
+        if not want.size:
+            return
+        bounds = getattr(self._gid, "bounds", None)  # a saved array searched by blocks
+        if bounds is not None:
+            lo, hi = bounds(want)
+        else:
+            lo = np.searchsorted(self._gid, want, "left")
+            hi = np.searchsorted(self._gid, want, "right")
+        self._runs.update(
+            zip(want.tolist(), zip(lo.tolist(), hi.tolist(), strict=True), strict=True)
         )
 
     def members(self, gid: int) -> Collection[str]:
@@ -303,6 +327,7 @@ class Winners:
         with `saved` (the arrays `saved_arrays` wrote, mapped), the group rows written
         since (a null winner: a deleted group)."""
         self._over: dict[int, str | None] = {}  # None: the group was deleted
+        self._rows: dict[int, int] = {}  # saved rows found ahead (`preload`; -1: none)
         if saved is not None:
             self._gid, self._row = saved["winner_gid"], saved["winner_row"]
             self._url = mapped_strings(saved["winner_url_offsets"], saved["winner_url_bytes"])
@@ -356,10 +381,25 @@ class Winners:
         if gid in self._over:
             got = self._over[gid]
             return default if got is None else got
-        i = int(np.searchsorted(self._gid, gid))
-        if i < self._gid.size and self._gid[i] == gid:
-            return self._url[int(self._row[i])].as_py()
-        return default
+        row = self._rows.get(gid)
+        if row is None:
+            i = int(np.searchsorted(self._gid, gid))
+            row = int(self._row[i]) if i < self._gid.size and self._gid[i] == gid else -1
+        return default if row < 0 else self._url[row].as_py()
+
+    def preload(self, gids: Iterable[int]) -> None:
+        """Find the saved winners' rows of groups `gids` at once, for the batch about to
+        read them a group at a time (those of the batch before forgotten): a search and
+        two reads a group were a tenth of removing 1 % of a four-million-page index."""
+        want = sorted_distinct(np.fromiter(gids, np.int64))
+        self._rows = {}
+        if not want.size or not self._gid.size:
+            return
+        at, there = found_in_sorted(self._gid, want)
+        rows = np.full(want.size, -1, np.int64)
+        if there.any():
+            rows[there] = np.asarray(self._row[at[there]], np.int64)
+        self._rows = dict(zip(want.tolist(), rows.tolist(), strict=True))
 
     def __getitem__(self, gid: int) -> str:
         got = self.get(gid)
@@ -404,6 +444,7 @@ class Winners:
         order = np.argsort(gid, kind="stable")
         self._gid, self._row, self._url = gid[order], row[order], urls
         self._over = {}
+        self._rows = {}
 
     def pop(self, gid: int, default: str | None = None) -> str | None:
         got = self.get(gid)

@@ -244,8 +244,20 @@ class ScanGraph:
 
     def signature_changing(self, slot: int, lookups: BatchLookups = HERE) -> None:
         """A page's sketch is about to change: a node keeps the keys it is filed under."""
-        if slot < self.node.size and self.node[slot] and self.buckets.keys_of(slot) is None:
-            self.buckets.stash(slot, sketch_keys(self, [slot], lookups.node_keys)[0])
+        self.signatures_changing([slot], lookups)
+
+    def signatures_changing(self, slots: list[int], lookups: BatchLookups = HERE) -> None:
+        """`signature_changing` of many pages at once: their sketches read and their keys
+        computed together (a batch that removes pages, where a page at a time was a fifth
+        of removing 1 % of a four-million-page index)."""
+        todo = [
+            s
+            for s in slots
+            if s < self.node.size and self.node[s] and self.buckets.keys_of(s) is None
+        ]
+        if todo:
+            for slot, keys in zip(todo, sketch_keys(self, todo, lookups.node_keys), strict=True):
+                self.buckets.stash(slot, keys)
 
     # ------------------------------------------------------------------ reading it
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from neardup.index.state.arrays import Stacked, gather_rows
 from neardup.kernels.sorting import sorted_distinct
+from neardup.store.rows import FileMap, MappedRows
 
 
 class SlotRows:
@@ -52,6 +53,11 @@ class SlotRows:
         self._moved_rows = np.empty(0, np.int64)
         self._mblocks: list[np.ndarray] = []
         self._mstarts: list[int] = []
+        # Blocks that are a saved file's maps (`rows.FileMap`): their rows are read with
+        # `pread` (by block, its reader), but those written since (by block, a mask), which
+        # the map's private pages hold.
+        self._readers: dict[int, MappedRows] = {}
+        self._written: dict[int, np.ndarray] = {}
         if isinstance(base, Stacked):
             for part in base.parts:
                 self._append(part.view(np.ndarray) if isinstance(part, np.memmap) else part)
@@ -60,6 +66,9 @@ class SlotRows:
             self._shift = self._end - self._opened
         elif isinstance(base, list):  # a saved matrix's partitions, in order
             for part in base:
+                if isinstance(part, FileMap):  # read with `pread`, written to the map
+                    self._readers[len(self.blocks)] = part.rows
+                    part = part.view(np.ndarray)
                 self._append(part)
             self.rows = self._end
         elif base is not None and base.shape[0]:
@@ -132,7 +141,8 @@ class SlotRows:
             return None
         return hit, self._moved_rows[at[hit]]
 
-    def _at(self, slot: int) -> tuple[np.ndarray, int]:
+    def _at(self, slot: int) -> tuple[bool, int, int]:
+        """Where slot's row is: whether among the redirected blocks, the block, the row."""
         if not 0 <= slot < self.rows:
             raise IndexError(f"slot {slot} of {self.rows}")
         if self._moved is not None:
@@ -140,10 +150,46 @@ class SlotRows:
             if i < self._moved.size and self._moved[i] == slot:
                 row = int(self._moved_rows[i])
                 b = bisect_right(self._mstarts, row) - 1
-                return self._mblocks[b], row - self._mstarts[b]
+                return True, b, row - self._mstarts[b]
         row = int(self._where[slot]) if slot < self._opened else slot + self._shift  # type: ignore[index]
         b = bisect_right(self.starts, row) - 1
-        return self.blocks[b], row - self.starts[b]
+        return False, b, row - self.starts[b]
+
+    def _own_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Rows `rows` of the own blocks, those of a saved file's blocks not written since
+        read from the file."""
+        starts = np.array(self.starts, np.int64)
+        if not self._readers:
+            return gather_rows(self.blocks, starts, rows)
+        out = np.empty((rows.size, self.width), self.dtype)
+        which = starts.searchsorted(rows, "right") - 1
+        for b in sorted_distinct(which).tolist():
+            at = np.flatnonzero(which == b)
+            local = rows[at] - starts[b]
+            reader = self._readers.get(b)
+            written = self._written.get(b)
+            fresh = np.ones(local.size, bool) if written is None else ~written[local]
+            if reader is None:
+                fresh[:] = False
+            if fresh.any():
+                out[at[fresh]] = reader[local[fresh]]  # type: ignore[index]
+            if not fresh.all():
+                out[at[~fresh]] = self.blocks[b][local[~fresh]]
+        return out
+
+    def _put_own(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Rows `rows` of the own blocks written (and marked, in a saved file's blocks)."""
+        _put_rows(self.blocks, self.starts, rows, values)
+        if not self._readers:
+            return
+        starts = np.array(self.starts, np.int64)
+        which = starts.searchsorted(rows, "right") - 1
+        for b in sorted_distinct(which).tolist():
+            if b in self._readers:
+                mask = self._written.get(b)
+                if mask is None:
+                    mask = self._written[b] = np.zeros(self.blocks[b].shape[0], bool)
+                mask[rows[which == b] - starts[b]] = True
 
     def _row_of(self, idx: np.ndarray) -> np.ndarray:
         """The rows of slots `idx` (in range)."""
@@ -155,12 +201,22 @@ class SlotRows:
         return rows
 
     def __getitem__(self, key: int | slice | np.ndarray | list[int]) -> np.ndarray:
-        plain = len(self.blocks) == 1 and self._where is None and self._moved is None
+        plain = (
+            len(self.blocks) == 1
+            and self._where is None
+            and self._moved is None
+            and not self._readers
+        )
         if isinstance(key, (int, np.integer)):
             if plain and key >= 0:
                 return self.blocks[0][key]
-            block, i = self._at(int(key))
-            return block[i]
+            moved, b, i = self._at(int(key))
+            if moved:
+                return self._mblocks[b][i]
+            reader, written = self._readers.get(b), self._written.get(b)
+            if reader is not None and (written is None or not written[i]):
+                return reader[np.array([i], np.int64)][0]
+            return self.blocks[b][i]
         if isinstance(key, slice):
             key = np.arange(*key.indices(self.rows))
         idx = np.asarray(key, np.int64).reshape(-1)
@@ -173,12 +229,11 @@ class SlotRows:
             raise IndexError(f"slots outside 0 .. {self.rows - 1}")
         moved = self._moved_of(idx)
         if moved is None:
-            return gather_rows(self.blocks, np.array(self.starts, np.int64), self._row_of(idx))
+            return self._own_rows(self._row_of(idx))
         hit, rows = moved
         own = ~hit
         if own.any():
-            starts = np.array(self.starts, np.int64)
-            out[own] = gather_rows(self.blocks, starts, self._row_of(idx[own]))
+            out[own] = self._own_rows(self._row_of(idx[own]))
         out[hit] = gather_rows(self._mblocks, np.array(self._mstarts, np.int64), rows)
         return out
 
@@ -193,19 +248,29 @@ class SlotRows:
         values = np.asarray(values)
         moved = self._moved_of(idx)
         if moved is None:
-            _put_rows(self.blocks, self.starts, self._row_of(idx.copy()), values)
+            self._put_own(self._row_of(idx.copy()), values)
             return
         hit, rows = moved
         own = ~hit
-        _put_rows(self.blocks, self.starts, self._row_of(idx[own]), values[own])
+        self._put_own(self._row_of(idx[own]), values[own])
         _put_rows(self._mblocks, self._mstarts, rows, values[hit])
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
-        if len(self.blocks) == 1 and self._where is None and self._moved is None and slot >= 0:
+        if (
+            len(self.blocks) == 1
+            and self._where is None
+            and self._moved is None
+            and not self._readers
+            and slot >= 0
+        ):
             self.blocks[0][slot] = value
             return
-        block, i = self._at(int(slot))
-        block[i] = value
+        moved, b, i = self._at(int(slot))
+        if moved:
+            self._mblocks[b][i] = value
+        else:
+            row = np.array([self.starts[b] + i], np.int64)
+            self._put_own(row, np.broadcast_to(np.asarray(value, self.dtype), (1, self.width)))
 
 
 def _put_rows(
