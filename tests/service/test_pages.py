@@ -261,3 +261,8 @@ def test_slot_rows_over_saved_files_read_the_file_and_what_was_written(parts, gr
                 assert np.array_equal(rows[slot], plain[slot])
         for path, before in zip(files, saved, strict=True):
             assert np.array_equal(np.load(path), before)  # copy-on-write: the files as saved
+        for path in files:  # a writer's next save removed the folder: read through the maps
+            path.unlink()
+        assert np.array_equal(rows[np.arange(rows.rows)], plain)
+        for slot in range(sum(parts)):  # one at a time, in the saved files' blocks
+            assert np.array_equal(rows[slot], plain[slot])

@@ -29,11 +29,29 @@ from typing import Any
 import numpy as np
 
 from neardup.npy_files import layout
-from neardup.store.rows import OpenFile, read_into
+from neardup.store.rows import read_into
 
 STRIDE = 512  # values a block of the sparse index covers (4 KiB of int64 keys: a page)
 _GAP_BLOCKS = 8  # unasked blocks between two asked ones read rather than skipped
 _CHUNK_BLOCKS = 1024  # blocks in memory at once (4 MiB of int64 keys)
+
+
+class OpenFile:
+    """A file's descriptor, open while a vector of it is kept: like a map, it outlives the
+    file's removal (a writer that saved again removes the folder a reader still reads),
+    and it is closed once no vector holds it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        fd = getattr(self, "fd", None)
+        if fd is not None:
+            os.close(fd)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (OpenFile, (self.path,))  # opened again where it is unpickled
 
 
 class FileVector:

@@ -3,7 +3,6 @@ resident: used by the scan's later stages and by the store build."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -12,24 +11,6 @@ import numpy as np
 
 from neardup.kernels.sorting import consecutive_runs
 from neardup.npy_files import layout
-
-
-class OpenFile:
-    """A file's descriptor, open while a vector of it is kept: like a map, it outlives the
-    file's removal (a writer that saved again removes the folder a reader still reads),
-    and it is closed once no vector holds it."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_RDONLY)
-
-    def __del__(self) -> None:
-        fd = getattr(self, "fd", None)
-        if fd is not None:
-            os.close(fd)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (OpenFile, (self.path,))  # opened again where it is unpickled
 
 
 class MappedRows:
@@ -45,12 +26,8 @@ class MappedRows:
     alone (4 MiB for the same rows). Indexing returns a copy in memory, as
     `np.asarray(memmap[index])` would."""
 
-    def __init__(self, path: str | os.PathLike[str], file: OpenFile | None = None) -> None:
-        """The rows of the file at `path`; with `file` (its descriptor, kept open) read
-        through it, so that they outlive the file's removal (an index's saved partitions,
-        whose folder a writer's next save removes)."""
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._file = file
         shape, fortran, self.dtype, self._start = layout(self.path)  # (where the data starts)
         self.shape: tuple[int, ...] = shape
         self._by_pread = not fortran and not self.dtype.hasobject
@@ -88,14 +65,10 @@ class MappedRows:
         ordered = rows[order]
         got = np.empty((rows.size, *self.shape[1:]), self.dtype)
         flat = got.reshape(rows.size, -1).view(np.uint8)  # a row's bytes a line
-        with contextlib.ExitStack() as stack:
-            if self._file is not None:
-                fd = self._file.fd
-            else:
-                fd = stack.enter_context(open(self.path, "rb", buffering=0)).fileno()
+        with open(self.path, "rb", buffering=0) as fh:
             for a, b in consecutive_runs(ordered):
                 at = self._start + int(ordered[a]) * self._row_bytes
-                read_into(fd, memoryview(flat[a:b]).cast("B"), at)
+                read_into(fh.fileno(), memoryview(flat[a:b]).cast("B"), at)
         if np.any(np.diff(order) != 1):  # asked out of order: put back
             out = np.empty_like(got)
             out[order] = got
@@ -115,18 +88,28 @@ def read_into(fd: int, view: memoryview, at: int) -> None:
 
 
 class FileMap(np.ndarray):
-    """A copy-on-write map of a `.npy` matrix that also reads its rows with `pread`
-    (`rows`): an index's saved sketch partitions (`saves.read_arrays`). A row written goes
-    to the map (a private page); a row only read is read from the file, so that the 64 KiB
-    the kernel maps around each touched page do not stay in the process (a removal of 1 %
-    of a ten-million-page index touched 96,810 scattered rows: 6 GB resident)."""
+    """A copy-on-write map of a `.npy` matrix whose rows are also read with `pread`
+    (`rows`, `rows_of`): an index's saved sketch partitions (`saves.read_arrays`). A row
+    written goes to the map (a private page); a row only read is read from the file, so
+    that the 64 KiB the kernel maps around each page a read touches do not stay in the
+    process (removing 1 % of a ten-million-page index read 96,810 scattered rows through
+    the maps: 6 GB resident). No descriptor is kept open (an index of a billion pages
+    has thousands of partitions): a read opens the file."""
 
     rows: MappedRows
 
 
 def file_map(path: Path, mode: str) -> FileMap:
-    """The map of the `.npy` matrix at `path` (`mode` as `np.load`'s) with its rows' reader,
-    the file kept open by both."""
+    """The map of the `.npy` matrix at `path` (`mode` as `np.load`'s) with its rows' reader."""
     out = np.load(path, mmap_mode=mode).view(FileMap)  # type: ignore[call-overload]
-    out.rows = MappedRows(path, OpenFile(path))
+    out.rows = MappedRows(path)
     return out
+
+
+def rows_of(block: FileMap, rows: np.ndarray) -> np.ndarray:
+    """Rows `rows` of a saved file's map, read with `pread`; through the map once the file
+    is gone (a writer's next save removed its folder; the map outlives it)."""
+    try:
+        return block.rows[rows]
+    except FileNotFoundError:
+        return np.array(block.view(np.ndarray)[rows])

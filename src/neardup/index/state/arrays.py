@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup.kernels.sorting import sorted_distinct
-from neardup.store.rows import FileMap
+from neardup.store.rows import FileMap, rows_of
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ def gather_rows(blocks: list[np.ndarray], starts: np.ndarray, rows: np.ndarray) 
         at = np.flatnonzero(which == b)
         block = blocks[b]
         # A saved file's map (`rows.FileMap`) is read with `pread`, not through the map.
-        out[at] = (block.rows if isinstance(block, FileMap) else block)[rows[at] - starts[b]]
+        local = rows[at] - starts[b]
+        out[at] = rows_of(block, local) if isinstance(block, FileMap) else block[local]
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from neardup.index.state.arrays import Stacked, gather_rows
 from neardup.kernels.sorting import sorted_distinct
-from neardup.store.rows import FileMap, MappedRows
+from neardup.store.rows import FileMap, rows_of
 
 
 class SlotRows:
@@ -53,10 +53,10 @@ class SlotRows:
         self._moved_rows = np.empty(0, np.int64)
         self._mblocks: list[np.ndarray] = []
         self._mstarts: list[int] = []
-        # Blocks that are a saved file's maps (`rows.FileMap`): their rows are read with
-        # `pread` (by block, its reader), but those written since (by block, a mask), which
-        # the map's private pages hold.
-        self._readers: dict[int, MappedRows] = {}
+        # Blocks that are a saved file's maps (`rows.FileMap`, by block): their rows are read
+        # with `pread`, but those written since (by block, a mask), which the map's private
+        # pages hold.
+        self._readers: dict[int, FileMap] = {}
         self._written: dict[int, np.ndarray] = {}
         if isinstance(base, Stacked):
             for part in base.parts:
@@ -67,7 +67,7 @@ class SlotRows:
         elif isinstance(base, list):  # a saved matrix's partitions, in order
             for part in base:
                 if isinstance(part, FileMap):  # read with `pread`, written to the map
-                    self._readers[len(self.blocks)] = part.rows
+                    self._readers[len(self.blocks)] = part
                     part = part.view(np.ndarray)
                 self._append(part)
             self.rows = self._end
@@ -172,7 +172,7 @@ class SlotRows:
             if reader is None:
                 fresh[:] = False
             if fresh.any():
-                out[at[fresh]] = reader[local[fresh]]  # type: ignore[index]
+                out[at[fresh]] = rows_of(reader, local[fresh])  # type: ignore[arg-type]
             if not fresh.all():
                 out[at[~fresh]] = self.blocks[b][local[~fresh]]
         return out
@@ -215,7 +215,7 @@ class SlotRows:
                 return self._mblocks[b][i]
             reader, written = self._readers.get(b), self._written.get(b)
             if reader is not None and (written is None or not written[i]):
-                return reader[np.array([i], np.int64)][0]
+                return rows_of(reader, np.array([i], np.int64))[0]
             return self.blocks[b][i]
         if isinstance(key, slice):
             key = np.arange(*key.indices(self.rows))
