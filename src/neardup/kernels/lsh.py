@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup.kernels.hashing import TAG_BAND, as_int64, derive_seeds, hash_row_segments
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import runs_in_sorted, sorted_distinct
 
 _GRID = 2001  # integration points on [0, 1]
 
@@ -115,12 +115,7 @@ def key_hits(
     `np.repeat`: no Python loop over queries or entries. With `max_per_key`, only the first
     entries of a key (in table order) are read, so one huge bucket cannot blow a lookup up.
     Shared by `BandTable.lookup` and the service's band index."""
-    bounds = getattr(sorted_keys, "bounds", None)  # a saved array searched by blocks
-    if bounds is not None:  # (`store/file_vectors.py`): both sides, its blocks read once
-        lo, hi = bounds(queries)
-    else:
-        lo = np.searchsorted(sorted_keys, queries, side="left")
-        hi = np.searchsorted(sorted_keys, queries, side="right")
+    lo, hi = runs_in_sorted(sorted_keys, queries)
     if max_per_key is not None:
         hi = np.minimum(hi, lo + max_per_key)
     counts = hi - lo

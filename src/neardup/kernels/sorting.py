@@ -17,6 +17,7 @@ for 1.6 million distinct int64 values that a sort orders in 9 ms (25 µs against
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -152,6 +153,26 @@ def consecutive_runs(values: np.ndarray) -> list[tuple[int, int]]:
     writes them). None for no value."""
     cuts = [0, *(np.flatnonzero(np.diff(values) != 1) + 1).tolist(), int(values.size)]
     return [(a, b) for a, b in pairwise(cuts) if a < b]
+
+
+def runs_in_sorted(sorted_values: Any, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The run [lo, hi) of each of `values` in the increasing `sorted_values`: a search each
+    side, or of a saved array read by blocks (`store/file_vectors.SortedVector.bounds`)
+    both sides at once, its blocks read once."""
+    bounds = getattr(sorted_values, "bounds", None)
+    if bounds is not None:
+        lo, hi = bounds(values)
+        return lo, hi
+    return (
+        np.searchsorted(sorted_values, values, side="left"),
+        np.searchsorted(sorted_values, values, side="right"),
+    )
+
+
+def run_in_sorted(sorted_values: Any, value: int) -> tuple[int, int]:
+    """`runs_in_sorted` of one value, as ints."""
+    lo, hi = runs_in_sorted(sorted_values, np.array([value], np.int64))
+    return int(lo[0]), int(hi[0])
 
 
 def found_in_sorted(sorted_values: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

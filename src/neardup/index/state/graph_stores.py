@@ -20,7 +20,7 @@ from neardup.index.state.arrays import FilledInPlace, RowBlocks
 from neardup.index.state.found import Found, hits
 from neardup.index.state.merged_runs import BLOCK, merged_rows
 from neardup.index.state.overlay import Overlay
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import run_in_sorted, sorted_distinct
 
 
 class ShingleClasses:
@@ -37,7 +37,7 @@ class ShingleClasses:
         got = self.over.get(fp)
         if got is not None:
             return got
-        lo, hi = _run(self.fp, fp)
+        lo, hi = run_in_sorted(self.fp, fp)
         return self.slot[lo:hi].tolist()
 
     def mutable(self, fp: int) -> set[int]:
@@ -184,14 +184,6 @@ def _expanded(over: Mapping[int, Collection[int]]) -> tuple[np.ndarray, np.ndarr
     keys = np.repeat(np.fromiter(over, np.int64, len(over)), sizes)
     members = np.fromiter((v for m in over.values() for v in m), np.int64, int(sizes.sum()))
     return keys, members, np.lexsort((members, keys))
-
-
-def _run(sorted_keys: np.ndarray, key: int) -> tuple[int, int]:
-    """The positions [lo, hi) of `key` in a sorted array, a search each side (of a saved
-    array read by blocks, `store/file_vectors.py`, a block each: not a read a value)."""
-    return int(np.searchsorted(sorted_keys, key, "left")), int(
-        np.searchsorted(sorted_keys, key, "right")
-    )
 
 
 def pointers(sorted_nodes: np.ndarray, n: int) -> np.ndarray:

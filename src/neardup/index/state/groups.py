@@ -30,7 +30,7 @@ from neardup.index.state.merged_runs import (
 from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.index.state.page_rows import one_array
 from neardup.index.state.pages import PageTable
-from neardup.kernels.sorting import found_in_sorted, sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, run_in_sorted, runs_in_sorted, sorted_distinct
 from neardup.store.file_vectors import in_blocks, whole
 
 FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)
@@ -207,10 +207,7 @@ class GroupMembers:
         got = self._runs.get(gid)
         if got is not None:
             return got
-        return (
-            int(np.searchsorted(self._gid, gid, "left")),
-            int(np.searchsorted(self._gid, gid, "right")),
-        )
+        return run_in_sorted(self._gid, gid)
 
     def preload(self, gids: Iterable[int]) -> None:
         """Find the saved runs of groups `gids` at once (one search of the saved groups for
@@ -220,12 +217,7 @@ class GroupMembers:
         want = sorted_distinct(np.fromiter(gids, np.int64))
         if not want.size:
             return
-        bounds = getattr(self._gid, "bounds", None)  # a saved array searched by blocks
-        if bounds is not None:
-            lo, hi = bounds(want)
-        else:
-            lo = np.searchsorted(self._gid, want, "left")
-            hi = np.searchsorted(self._gid, want, "right")
+        lo, hi = runs_in_sorted(self._gid, want)
         self._runs.update(
             zip(want.tolist(), zip(lo.tolist(), hi.tolist(), strict=True), strict=True)
         )

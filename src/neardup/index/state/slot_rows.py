@@ -10,11 +10,12 @@ adopts without a copy (`adopt`).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterator
 
 import numpy as np
 
 from neardup.index.state.arrays import Stacked, gather_rows
-from neardup.kernels.sorting import sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, sorted_distinct
 from neardup.store.rows import FileMap, rows_of
 
 
@@ -135,11 +136,20 @@ class SlotRows:
         """Which of slots `idx` are redirected, and their rows (None: none is)."""
         if self._moved is None:
             return None
-        at = np.minimum(np.searchsorted(self._moved, idx), self._moved.size - 1)
-        hit = self._moved[at] == idx
+        at, hit = found_in_sorted(self._moved, idx)
         if not hit.any():
             return None
         return hit, self._moved_rows[at[hit]]
+
+    @property
+    def _plain(self) -> bool:
+        """One block of its own, read and written by slot as it is."""
+        return (
+            len(self.blocks) == 1
+            and self._where is None
+            and self._moved is None
+            and not self._readers
+        )
 
     def _at(self, slot: int) -> tuple[bool, int, int]:
         """Where slot's row is: whether among the redirected blocks, the block, the row."""
@@ -158,38 +168,31 @@ class SlotRows:
     def _own_rows(self, rows: np.ndarray) -> np.ndarray:
         """Rows `rows` of the own blocks, those of a saved file's blocks not written since
         read from the file."""
-        starts = np.array(self.starts, np.int64)
         if not self._readers:
-            return gather_rows(self.blocks, starts, rows)
+            return gather_rows(self.blocks, np.array(self.starts, np.int64), rows)
         out = np.empty((rows.size, self.width), self.dtype)
-        which = starts.searchsorted(rows, "right") - 1
-        for b in sorted_distinct(which).tolist():
-            at = np.flatnonzero(which == b)
-            local = rows[at] - starts[b]
-            reader = self._readers.get(b)
-            written = self._written.get(b)
-            fresh = np.ones(local.size, bool) if written is None else ~written[local]
+        for b, here, local in _by_block(self.starts, rows):
+            reader, written = self._readers.get(b), self._written.get(b)
             if reader is None:
-                fresh[:] = False
+                out[here] = self.blocks[b][local]
+                continue
+            at = np.flatnonzero(here)
+            fresh = np.ones(local.size, bool) if written is None else ~written[local]
             if fresh.any():
-                out[at[fresh]] = rows_of(reader, local[fresh])  # type: ignore[arg-type]
+                out[at[fresh]] = rows_of(reader, local[fresh])
             if not fresh.all():
                 out[at[~fresh]] = self.blocks[b][local[~fresh]]
         return out
 
     def _put_own(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Rows `rows` of the own blocks written (and marked, in a saved file's blocks)."""
-        _put_rows(self.blocks, self.starts, rows, values)
-        if not self._readers:
-            return
-        starts = np.array(self.starts, np.int64)
-        which = starts.searchsorted(rows, "right") - 1
-        for b in sorted_distinct(which).tolist():
+        for b, here, local in _by_block(self.starts, rows):
+            self.blocks[b][local] = values[here]
             if b in self._readers:
                 mask = self._written.get(b)
                 if mask is None:
                     mask = self._written[b] = np.zeros(self.blocks[b].shape[0], bool)
-                mask[rows[which == b] - starts[b]] = True
+                mask[local] = True
 
     def _row_of(self, idx: np.ndarray) -> np.ndarray:
         """The rows of slots `idx` (in range)."""
@@ -201,12 +204,7 @@ class SlotRows:
         return rows
 
     def __getitem__(self, key: int | slice | np.ndarray | list[int]) -> np.ndarray:
-        plain = (
-            len(self.blocks) == 1
-            and self._where is None
-            and self._moved is None
-            and not self._readers
-        )
+        plain = self._plain
         if isinstance(key, (int, np.integer)):
             if plain and key >= 0:
                 return self.blocks[0][key]
@@ -256,13 +254,7 @@ class SlotRows:
         _put_rows(self._mblocks, self._mstarts, rows, values[hit])
 
     def __setitem__(self, slot: int, value: np.ndarray | int) -> None:
-        if (
-            len(self.blocks) == 1
-            and self._where is None
-            and self._moved is None
-            and not self._readers
-            and slot >= 0
-        ):
+        if self._plain and slot >= 0:
             self.blocks[0][slot] = value
             return
         moved, b, i = self._at(int(slot))
@@ -278,11 +270,18 @@ def _put_rows(
 ) -> None:
     """`values` written to rows `rows` of a matrix kept as `blocks` (`starts`: each one's
     first row): a block's rows in one assignment."""
+    for b, here, local in _by_block(starts, rows):
+        blocks[b][local] = values[here]
+
+
+def _by_block(starts: list[int], rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Rows of a matrix kept as blocks (`starts`: each one's first row) by block: the block,
+    which of `rows` are in it, and their rows in it."""
     first = np.array(starts, np.int64)
     block = np.searchsorted(first, rows, "right") - 1
     for b in sorted_distinct(block).tolist():
         here = block == b
-        blocks[b][rows[here] - first[b]] = values[here]
+        yield b, here, rows[here] - first[b]
 
 
 def adopt(
