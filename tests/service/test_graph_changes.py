@@ -47,13 +47,21 @@ def test_changes_put_into_the_save_give_the_graph_the_batches_built(saved_then_c
     ix = saved_then_changed
     name = str(ix.graph_meta["name"])
     # Written as a writer that closes writes them, and read back as an opening reads them.
-    write_arrays(
-        ix.store,
-        "changes-x",
-        graph_changes(ix.scan_graph, read_arrays(ix.store, name, SLOT_COLUMNS)),
-    )
+    saved = read_arrays(ix.store, name, SLOT_COLUMNS)
+    write_arrays(ix.store, "changes-x", graph_changes(ix.scan_graph, saved["member"].size))
     changes = changes_arrays(ix.store, "changes-x")
     assert changes["slots"].size > 0  # not vacuous: the batches after the save changed slots
+    # The slots listed (those the batches wrote) hold every slot whose columns differ
+    # from the save's files, found by comparing them whole.
+    m = min(ix.pages.n, saved["member"].size)
+    differ = np.zeros(m, bool)
+    for column in SLOT_COLUMNS:
+        differ |= np.asarray(getattr(ix.scan_graph, column)[:m]) != saved[column][:m]
+    assert differ.any()  # not vacuous
+    listed = np.asarray(changes["slots"])
+    assert set(np.flatnonzero(differ).tolist()) <= set(listed.tolist())
+    assert set(range(m, ix.pages.n)) <= set(listed.tolist())
+    assert listed.size == np.unique(listed).size
     if not by_node:
         changes.update(node_slots=None, node_keys=None)
     arrays = read_arrays(ix.store, name, GRAPH_ARRAYS, writable=True)

@@ -433,13 +433,14 @@ def test_newest_row_of_a_page_by_slot_is_the_one_by_url(seed):
 def test_a_merge_written_block_by_block_is_the_segments_merged(
     tmp_path, monkeypatch, seed, with_slots
 ):
-    """`write_merged` (page rows read back batch by batch, matrices from the files, a few
-    rows at a time) writes what `merged` makes of the same segments in memory (itself
+    """`write_merged` (page and group rows read back batch by batch, matrices from the
+    files, a few rows at a time) writes what `merged` makes of the same segments in memory (itself
     checked against a plain newest-by-URL above), rows by slot or, for an older neardup's
     rows without one, by URL; deleted groups dropped or kept."""
     from neardup.index.files import segments as layout
 
     monkeypatch.setattr(layout, "_BLOCK", 7)
+    monkeypatch.setattr(layout, "_MATRIX_BLOCK", 5)
     names = []
     for i, seg in enumerate(_segments(np.random.default_rng(seed), with_slots)):
         layout.write_segment(tmp_path, f"seg{i}", seg)

@@ -29,7 +29,7 @@ from neardup.index.state.groups import GROUP_ARRAYS
 from neardup.index.state.index_state import IndexState
 from neardup.index.state.overlay import FoldRule
 from neardup.index.state.pages import PAGE_ARRAYS
-from neardup.index.state.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph
+from neardup.index.state.scangraph import GRAPH_ARRAYS, ScanGraph
 from neardup.kernels.sorting import sorted_distinct
 
 # The state is saved again (`graph-N/`) by a batch once the pages written since the last
@@ -120,8 +120,8 @@ def save_changes(committed: Committed, state: IndexState) -> None:
         old = committed.manifest
         name = changes_name(old.version + 1)
         graph = str(committed.graph_meta["name"])
-        as_saved = read_arrays(store, graph, SLOT_COLUMNS)
-        changes = graph_changes(state.scan_graph, as_saved)
+        saved_slots = read_arrays(store, graph, ("member",))["member"].size  # (its header)
+        changes = graph_changes(state.scan_graph, saved_slots)
         write_arrays(store, name, changes, hook=True)
         before = committed.changes_meta
         committed.changes_meta = {"name": name, "version": old.version, "graph": graph}

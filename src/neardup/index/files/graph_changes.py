@@ -57,18 +57,14 @@ def changes_name(version: int) -> str:
     return f"{CHANGES_PREFIX}{version:08d}"
 
 
-def graph_changes(
-    graph: ScanGraph, saved: Mapping[str, np.ndarray]
-) -> list[tuple[str, np.ndarray] | RowBlocks]:
-    """What `graph` holds beyond the save whose per-slot columns are `saved` (read from its
-    files, not the graph's copy-on-write maps of them), as files to write (`write_arrays`:
-    arrays, and the band index's as blocks)."""
+def graph_changes(graph: ScanGraph, saved_slots: int) -> list[tuple[str, np.ndarray] | RowBlocks]:
+    """What `graph` holds beyond the save whose per-slot columns have `saved_slots` rows,
+    as files to write (`write_arrays`: arrays, and the band index's as blocks): the slots
+    written since (`ScanGraph.written_slots`) and those past the save's."""
     n = graph.pages.n
-    m = min(n, int(saved["member"].size))
-    differ = np.zeros(m, bool)
-    for name in SLOT_COLUMNS:
-        differ |= np.asarray(getattr(graph, name)[:m]) != np.asarray(saved[name][:m])
-    slots = np.concatenate([np.flatnonzero(differ), np.arange(m, n)]).astype(np.int64)
+    m = min(n, saved_slots)
+    written = graph.written_slots()
+    slots = np.concatenate([written[written < m], np.arange(m, n, dtype=np.int64)])
     out: dict[str, np.ndarray] = {"slots": slots}
     for name in SLOT_COLUMNS:
         out[name] = np.asarray(getattr(graph, name)[slots])
@@ -96,6 +92,7 @@ def take_changes(graph: ScanGraph, changes: Mapping[str, Any]) -> None:
     slots = np.asarray(changes["slots"])
     for name in SLOT_COLUMNS:
         getattr(graph, name)[slots] = np.asarray(changes[name])
+    graph.note_written(slots)
     graph.cls_over = Overlay(_unpacked(changes["cls_fp"], changes["cls_ptr"], changes["cls_slots"]))
     graph.pair_over = dict(
         zip(

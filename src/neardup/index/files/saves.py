@@ -34,6 +34,7 @@ if sys.platform != "win32":
 
 from neardup.index.files.store import (
     GRAPH_SLEEP_HOOK,
+    GROUP_SCHEMA,
     PAGE_SCHEMA,
     PARTED,
     SLEEP_HOOK,
@@ -181,7 +182,7 @@ def _save_blocks(folder: Path, rows: RowBlocks) -> None:
             for i, ((fh, shape, dtype), block) in enumerate(zip(files, blocks, strict=True)):
                 if block.shape[1:] != tuple(shape[1:]):
                     raise ValueError(f"a block of {block.shape} for an array of {shape}")
-                fh.write(np.ascontiguousarray(block, dtype).tobytes())
+                fh.write(np.ascontiguousarray(block, dtype).data)  # no copy as `bytes`
                 written[i] += block.shape[0]
         for (_, shape, _), n in zip(files, written, strict=True):
             if n != shape[0]:
@@ -223,7 +224,7 @@ def read_arrays(
 def write_segment(store: Path, name: str, seg: Segment, hook: bool = False) -> None:
     """Write a segment folder completely (under a temporary name, then renamed)."""
     matrices = [("signatures", seg.signatures), ("dim_lengths", seg.dim_lengths)]
-    _write_segment(store, name, [seg.pages], matrices, seg.groups, hook)
+    _write_segment(store, name, [seg.pages], matrices, [seg.groups], hook)
 
 
 def _write_segment(
@@ -231,22 +232,27 @@ def _write_segment(
     name: str,
     pages: Iterable[pa.Table],
     matrices: Arrays,
-    groups: pa.Table,
+    groups: Iterable[pa.Table],
     hook: bool = False,
 ) -> None:
-    """A segment folder from its page rows (in blocks), matrices and group rows."""
+    """A segment folder from its page rows, matrices and group rows, the tables in blocks
+    (a merge streams them: its rows are up to an eighth of the index)."""
     final = store / name
     tmp = store / f"{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    with pq.ParquetWriter(tmp / "pages.parquet", PAGE_SCHEMA, compression="snappy") as out:
-        for block in pages:
-            out.write_table(block.cast(PAGE_SCHEMA))
+    _write_tables(tmp / "pages.parquet", PAGE_SCHEMA, pages)
     _save_all(tmp, matrices)
     delay = os.environ.get(SLEEP_HOOK) if hook else None
     if delay:
         print(TX_MARKER, flush=True)
         print(TX_MARKER, file=sys.stderr, flush=True)
         time.sleep(float(delay))
-    pq.write_table(groups, tmp / "groups.parquet", compression="snappy")
+    _write_tables(tmp / "groups.parquet", GROUP_SCHEMA, groups)
     _flush_and_rename(tmp, final)
+
+
+def _write_tables(path: Path, schema: pa.Schema, blocks: Iterable[pa.Table]) -> None:
+    with pq.ParquetWriter(path, schema, compression="snappy") as out:
+        for block in blocks:
+            out.write_table(block.cast(schema))

@@ -41,16 +41,19 @@ from neardup.index.files.store import (
     segment_version,
 )
 
-_BLOCK = 65_536  # rows of a segment's matrices gathered at a time by a merge
+_BLOCK = 65_536  # rows of a segment's tables read and written at a time by a merge
+# Rows of its matrices gathered at a time: 8 MiB of sketches, read, picked and written.
+_MATRIX_BLOCK = 16_384
 
 
 def write_merged(store: Path, name: str, names: list[str], drop_deleted: bool) -> int:
     """The segments `names` merged (`merged`) and written as segment `name`, a block of
-    rows at a time: the newest row of each page found from the slot column alone, the page
-    rows then read from each segment's file batch by batch and filtered, the matrices' rows
-    read from their files (not their maps, so what was read is not left resident). A merge
-    of a million pages held all their rows and their half a gigabyte of sketches once more.
-    Returns its page rows."""
+    rows at a time: the newest row of each page found from the slot column alone, and of
+    each group from its id column; the page and group rows then read from each segment's
+    file batch by batch and filtered, the matrices' rows read from their files (not their
+    maps, so what was read is not left resident). A merge reaches an eighth of the index's
+    rows: one that held them whole, its group rows or its half a gigabyte of sketches, was
+    the peak of an add at ten million pages. Returns its page rows."""
     if len(names) == 1:
         seg = read_segment(store, names[0])
         write_segment(store, name, merged([seg], drop_deleted))
@@ -63,9 +66,7 @@ def write_merged(store: Path, name: str, names: list[str], drop_deleted: bool) -
     keep[_newest_pages(keys)] = True
     rows = np.flatnonzero(keep)
     del keys
-    group_rows = [_read_parquet(store / n / "groups.parquet", GROUP_SCHEMA) for n in names]
-    groups = _newest_groups(pa.concat_tables(group_rows), drop_deleted)
-    del group_rows
+    group_files = [store / n / "groups.parquet" for n in names]
     sigs = [np.load(store / n / "signatures.npy", mmap_mode="r") for n in names]
     lens = [np.load(store / n / "dim_lengths.npy", mmap_mode="r") for n in names]
     blocks = RowBlocks(
@@ -74,21 +75,41 @@ def write_merged(store: Path, name: str, names: list[str], drop_deleted: bool) -
             "dim_lengths": ((rows.size, lens[0].shape[1]), lens[0].dtype),
         },
         (
-            (_gather(sigs, rows[lo : lo + _BLOCK]), _gather(lens, rows[lo : lo + _BLOCK]))
-            for lo in range(0, rows.size, _BLOCK)
+            (_gather(sigs, rows[lo:hi]), _gather(lens, rows[lo:hi]))
+            for lo in range(0, rows.size, _MATRIX_BLOCK)
+            for hi in [lo + _MATRIX_BLOCK]
         ),
     )
-    _write_segment(store, name, _kept_rows(files, keep), [blocks], groups)
+    pages = _kept_rows(files, PAGE_SCHEMA, keep)
+    groups = _kept_rows(group_files, GROUP_SCHEMA, _newest_group_rows(group_files, drop_deleted))
+    _write_segment(store, name, pages, [blocks], groups)
     return int(rows.size)
 
 
-def _kept_rows(files: list[Path], keep: np.ndarray) -> Iterator[pa.Table]:
+def _newest_group_rows(files: list[Path], drop_deleted: bool) -> np.ndarray:
+    """Which rows of the group files (read one after the other) `_newest_groups` keeps,
+    found from their ids and whether each has a winner, read a batch at a time."""
+    ids, alive = [], []
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(_BLOCK, columns=["group_id", "winner_url"]):
+            ids.append(batch.column(0).to_numpy())
+            alive.append(batch.column(1).is_valid().to_numpy(False))
+    keep = np.zeros(sum(a.size for a in ids), bool)
+    if keep.size:
+        last = _last_of(np.concatenate(ids))
+        if drop_deleted:
+            last = last[np.concatenate(alive)[last]]
+        keep[last] = True
+    return keep
+
+
+def _kept_rows(files: list[Path], schema: pa.Schema, keep: np.ndarray) -> Iterator[pa.Table]:
     """The rows of Parquet files read one after the other where `keep` (over all their
     rows, in file order) says so, a batch at a time."""
     at = 0
     for path in files:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=_BLOCK):
-            part = _conform(pa.Table.from_batches([batch]), PAGE_SCHEMA)
+            part = _conform(pa.Table.from_batches([batch]), schema)
             yield part.filter(pa.array(keep[at : at + part.num_rows]))
             at += part.num_rows
 
@@ -142,15 +163,15 @@ def _newest_groups(groups: pa.Table, drop_deleted: bool) -> pa.Table:
 
 def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     """Rows `rows` (ascending, numbered across `parts`) of the stacked matrices, read from
-    each part in turn without stacking them first, `_BLOCK` rows at a time. A part mapped
+    each part in turn without stacking them first, `_MATRIX_BLOCK` rows at a time. A part mapped
     read-only (a merge's, `write_merged`) is read from its file, the span of a block's rows
     at once (a merge keeps most rows, in order), so that a long-lived writer is not left
     holding what it read in the maps; a copy-on-write map (opening's, `read_segment`) is
     read through the map, one copy fewer, and dropped once the index is open."""
     starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])])
     out = np.empty((rows.size, parts[0].shape[1]), dtype=parts[0].dtype)
-    for lo in range(0, rows.size, _BLOCK):
-        block = rows[lo : lo + _BLOCK]
+    for lo in range(0, rows.size, _MATRIX_BLOCK):
+        block = rows[lo : lo + _MATRIX_BLOCK]
         cuts = np.searchsorted(block, starts)
         for i, part in enumerate(parts):
             a, b = int(cuts[i]), int(cuts[i + 1])

@@ -48,6 +48,7 @@ def build_graph(graph: ScanGraph, slots: np.ndarray) -> None:
     order = by_url[np.argsort(fps[by_url], kind="stable")]
     graph.member[slots] = True
     graph.mfp[slots] = fps
+    graph.note_written(slots)
     graph.classes.fp, graph.classes.slot = fps[order], slots[order]
     # The nodes in URL order, as the scan numbers them (its chains break key ties so).
     reps = reps[np.argsort(rank[reps], kind="stable")]

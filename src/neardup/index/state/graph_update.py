@@ -56,6 +56,7 @@ def update_graph(
     for s, fp in put.items():
         graph.member[s], graph.mfp[s] = True, fp
         classes.mutable(fp).add(s)
+    graph.note_written([*gone, *put])
     leaving: set[int] = set()
     entering: dict[int, int] = {}
     touched: set[int] = set()
@@ -97,6 +98,7 @@ def _move_nodes(
     graph.buckets.add(new_slots, new_keys)
     for s in new_slots:
         graph.node[s] = True
+    graph.note_written([*leaving, *new_slots])
     after = graph.buckets.members(wanted, base=base)
     entered = set(new_slots)
     delta: dict[int, int] = defaultdict(int)
