@@ -20,15 +20,20 @@ from neardup.index.state.arrays import FilledInPlace, RowBlocks
 from neardup.index.state.found import Found, hits
 from neardup.index.state.merged_runs import BLOCK, merged_rows
 from neardup.index.state.overlay import Overlay
-from neardup.kernels.sorting import run_in_sorted, sorted_distinct
+from neardup.index.state.taken_entries import TakenEntries, packed, union
+from neardup.kernels.sorting import found_in_sorted, run_in_sorted, sorted_distinct
+
+_NO_KEYS = np.empty(0, np.int64)
 
 
 class ShingleClasses:
     """Shingle fingerprint -> the pages (slots) with that shingle set: the saved classes
-    (`fp` sorted, with each entry's `slot`) and those changed since (`over`)."""
+    (`fp` sorted, with each entry's `slot`), those changed since as the changes written
+    before hold them (`taken`), and those changed since they were (`over`)."""
 
     def __init__(self, fp: np.ndarray, slot: np.ndarray) -> None:
         self.fp, self.slot = fp, slot
+        self.taken = TakenEntries.empty(1)
         self.over: Overlay[int, int] = Overlay()
         self.searches = 0  # saved fingerprints searched here (not found elsewhere)
 
@@ -37,8 +42,22 @@ class ShingleClasses:
         got = self.over.get(fp)
         if got is not None:
             return got
+        run = self.taken.run(fp)
+        if run is not None:
+            return tuple(run[0].tolist())
         lo, hi = run_in_sorted(self.fp, fp)
         return self.slot[lo:hi].tolist()
+
+    def take(self, fp: np.ndarray, ptr: np.ndarray, slots: np.ndarray) -> None:
+        """The classes changed since the save, as changes written before hold them
+        (`changes`), read where they lie; the overlay starts empty."""
+        self.taken = TakenEntries(fp, ptr, [slots])
+        self.over = Overlay()
+
+    def changes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The classes changed since the save: fingerprints ascending, pointers, pages."""
+        keys, ptr, (slots,) = union(self.taken, *packed(self.over))
+        return keys, ptr, slots
 
     def mutable(self, fp: int) -> set[int]:
         """A class's pages as a set the batch changes in place."""
@@ -50,6 +69,11 @@ class ShingleClasses:
         searched elsewhere (`BatchLookups.classes`)."""
         self.over.thaw(fps)
         todo = sorted_distinct(np.fromiter((fp for fp in fps if fp not in self.over), np.int64))
+        if len(self.taken) and todo.size:  # those changed before: from there
+            there = self.taken.holds(todo)
+            for fp in todo[there].tolist():
+                self.over.set_members(fp, self.members(fp))
+            todo = todo[~there]
         if not todo.size:
             return
         at, slots, searched = hits(found, todo, self.fp, self.slot)
@@ -63,11 +87,11 @@ class ShingleClasses:
     def arrays(self) -> RowBlocks:
         """The classes as sorted base arrays, the overlay merged in block by block
         (`cls_fp`, `cls_slot`; a class's pages ascending)."""
-        fps, slots, order = _expanded(self.over)
-        new = [fps[order], slots[order]]
+        fps, slots = _changed_rows(self.taken, self.over)
         specs = {"cls_fp": np.int64, "cls_slot": np.int64}
-        changed = sorted_distinct(self.over.keys_array())  # an empty class too: it leaves
-        return merged_rows(specs, [self.fp, self.slot], new, changed)
+        return merged_rows(
+            specs, [self.fp, self.slot], [fps, slots], _changed(self.taken, self.over)
+        )
 
 
 class CandidateCounts:
@@ -77,37 +101,78 @@ class CandidateCounts:
 
     def __init__(self, keys: np.ndarray, counts: np.ndarray) -> None:
         self.keys, self.counts = keys, counts
+        # The counts changed since the save as changes written before hold them (keys
+        # ascending, with their counts), then those changed since they were.
+        self.taken_keys, self.taken_counts = _NO_KEYS, _NO_KEYS
         self.over: dict[int, int] = {}
 
     def base_counts(self, packed: np.ndarray) -> np.ndarray:
-        """The saved count of each packed pair (0 where it is no saved candidate)."""
+        """The count of each packed pair below the overlay (0 where it is no candidate):
+        as the changes written before hold it, else as saved."""
         out = np.zeros(packed.size, np.int64)
-        if not self.keys.size or not packed.size:
+        if not packed.size:
             return out
-        i = np.searchsorted(self.keys, packed)
-        ok = i < self.keys.size
-        ok[ok] = self.keys[i[ok]] == packed[ok]
-        out[ok] = self.counts[i[ok]]
+        rest = np.ones(packed.size, bool)
+        for keys, counts in ((self.taken_keys, self.taken_counts), (self.keys, self.counts)):
+            if not keys.size or not rest.any():
+                continue
+            want = packed[rest]
+            i = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+            ok = np.asarray(keys[i]) == want
+            at = np.flatnonzero(rest)[ok]
+            out[at] = counts[i[ok]]
+            rest[at] = False
         return out
+
+    def take(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        """The counts changed since the save, as changes written before hold them
+        (`changes`), read where they lie; the overlay starts empty."""
+        entries = TakenEntries(keys, np.arange(np.asarray(keys).size + 1), [counts])
+        self.taken_keys, self.taken_counts = entries.keys, entries.columns[0]
+        self.over = {}
+
+    def _changed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair whose count changed since the save (ascending) with its count (0:
+        no longer a candidate): the overlay's, then the changes' written before."""
+        over = np.fromiter(self.over, np.int64, len(self.over))
+        order = np.argsort(over)
+        keys = over[order]
+        counts = np.fromiter(self.over.values(), np.int64, len(self.over))[order]
+        if self.taken_keys.size:
+            old = np.asarray(self.taken_keys)
+            keep = ~found_in_sorted(keys, old)[1] if keys.size else np.ones(old.size, bool)
+            keys = np.concatenate([old[keep], keys])
+            counts = np.concatenate([np.asarray(self.taken_counts, np.int64)[keep], counts])
+            order = np.argsort(keys, kind="stable")
+            keys, counts = keys[order], counts[order]
+        return keys, counts
+
+    def changes(self) -> tuple[np.ndarray, np.ndarray]:
+        """The counts changed since the save: pairs ascending, their counts (0: gone)."""
+        return self._changed()
 
     def live(self) -> dict[int, int]:
         """Every candidate with its count (a test's view of all of them)."""
+        changed, counts = self._changed()
+        gone = set(changed.tolist())
         out = {
             p: c
-            for p, c in zip(self.keys.tolist(), self.counts.tolist(), strict=True)
-            if p not in self.over
+            for p, c in zip(
+                np.asarray(self.keys).tolist(), np.asarray(self.counts).tolist(), strict=True
+            )
+            if p not in gone
         }
-        out.update({p: c for p, c in self.over.items() if c > 0})
+        out.update({p: c for p, c in zip(changed.tolist(), counts.tolist(), strict=True) if c > 0})
         return out
 
     def arrays(self) -> RowBlocks:
         """The candidates as sorted base arrays (`pair_keys`, `pair_counts`), the counts
         changed since merged in block by block (a count of 0 leaves)."""
-        changed = sorted_distinct(np.fromiter(self.over, np.int64, len(self.over)))
-        counts = np.array([self.over[p] for p in changed.tolist()], np.int16)
+        changed, counts = self._changed()
         live = counts > 0
         specs = {"pair_keys": np.int64, "pair_counts": np.int16}
-        return merged_rows(specs, [self.keys, self.counts], [changed[live], counts[live]], changed)
+        new = [changed[live], counts[live].astype(np.int16)]
+        return merged_rows(specs, [self.keys, self.counts], new, changed)
 
 
 class VerifiedEdges:
@@ -118,7 +183,22 @@ class VerifiedEdges:
     def __init__(self, u: np.ndarray, v: np.ndarray, s: np.ndarray, ptr: np.ndarray) -> None:
         self.u, self.v, self.s = u, v, s
         self.ptr = ptr  # node u's edges: v[ptr[u] : ptr[u + 1]]
+        # The nodes whose edges changed since the save, as changes written before hold
+        # them (other nodes and similarities), then those changed since they were.
+        self.taken = TakenEntries.empty(2)
         self.over: dict[int, dict[int, float]] = {}
+
+    def take(self, u: np.ndarray, ptr: np.ndarray, v: np.ndarray, s: np.ndarray) -> None:
+        """The edges changed since the save, as changes written before hold them
+        (`changes`), read where they lie; the overlay starts empty."""
+        self.taken = TakenEntries(u, ptr, [v, s])
+        self.over = {}
+
+    def changes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The nodes whose edges changed since the save, ascending, with pointers, the
+        other nodes and the similarities (float64, as held in memory)."""
+        keys, ptr, (v, s) = union(self.taken, *packed(self.over, with_values=True))
+        return keys, ptr, v, s
 
     def set_base(self, u: np.ndarray, v: np.ndarray, s: np.ndarray, n: int) -> None:
         """The base edges of `n` slots from each edge once (`u[i]`, `v[i]`, similarity
@@ -133,6 +213,9 @@ class VerifiedEdges:
         got = self.over.get(u)
         if got is not None:
             return got
+        run = self.taken.run(u)
+        if run is not None:
+            return dict(zip(run[0].tolist(), run[1].tolist(), strict=True))
         if u + 1 >= self.ptr.size:
             return {}
         lo, hi = int(self.ptr[u]), int(self.ptr[u + 1])
@@ -148,21 +231,21 @@ class VerifiedEdges:
     def count(self) -> int:
         """Verified edges (each once)."""
         over = sum(len(v) for v in self.over.values())
+        changed = _changed(self.taken, self.over)
+        taken = self.taken.sizes()[~np.isin(np.asarray(self.taken.keys), changed_over(self.over))]
         keep = self.u.size
-        if self.over:
-            keep -= int(np.isin(self.u, np.fromiter(self.over, np.int64)).sum())
-        return (keep + over) // 2
+        if changed.size:
+            keep -= int(np.isin(self.u, changed).sum())
+        return (keep + int(taken.sum()) + over) // 2
 
     def arrays(self, n: int) -> tuple[RowBlocks, FilledInPlace]:
         """The edges of `n` slots as base arrays (`adj_u`, `adj_v`, `adj_s`, sorted by
         (node, other), the changed nodes' edges merged in block by block; then `adj_ptr`,
         filled from the `adj_u` just written, a block of slots at a time)."""
-        changed = sorted_distinct(np.fromiter(self.over, np.int64, len(self.over)))
-        eu, ev, order = _expanded(self.over)
-        sims = (s for nb in self.over.values() for s in nb.values())
-        new = [eu[order], ev[order], np.fromiter(sims, np.float32, eu.size)[order]]
+        eu, ev, es = _changed_rows(self.taken, self.over, with_values=True)
         specs = {"adj_u": np.int64, "adj_v": np.int32, "adj_s": np.float32}
-        edges = merged_rows(specs, [self.u, self.v, self.s], new, changed)
+        changed = _changed(self.taken, self.over)
+        edges = merged_rows(specs, [self.u, self.v, self.s], [eu, ev, es], changed)
 
         def fill(folder: Path) -> None:
             u = np.load(folder / "adj_u.npy", mmap_mode="r")
@@ -173,6 +256,34 @@ class VerifiedEdges:
             ptr.flush()
 
         return edges, FilledInPlace({"adj_ptr": ((n + 1,), np.int64)}, fill)
+
+
+def changed_over(over: Mapping[int, object]) -> np.ndarray:
+    """An overlay's keys, ascending."""
+    return sorted_distinct(np.fromiter(over, np.int64, len(over)))
+
+
+def _changed(taken: TakenEntries, over: Mapping[int, object]) -> np.ndarray:
+    """The keys changed since the save (ascending): an entry emptied too, which leaves."""
+    return np.union1d(np.asarray(taken.keys, np.int64), changed_over(over))
+
+
+def _changed_rows(
+    taken: TakenEntries, over: Mapping[int, Collection[int]], with_values: bool = False
+) -> tuple[np.ndarray, ...]:
+    """The (key, member[, value]) rows of the entries changed since the save, sorted by
+    key then member: the overlay's, and the taken level's that the overlay does not hold."""
+    old = taken.rows(changed_over(over))
+    keys, members, order = _expanded(over)
+    columns = [keys[order], members[order]]
+    if with_values:
+        values = (s for nb in over.values() for s in nb.values())  # type: ignore[attr-defined]
+        columns.append(np.fromiter(values, np.float64, keys.size)[order])
+    if not old[0].size:
+        return tuple(columns)
+    joined = [np.concatenate([a, b]) for a, b in zip(old, columns, strict=True)]
+    both = np.lexsort((joined[1], joined[0]))
+    return tuple(c[both] for c in joined)
 
 
 def _expanded(over: Mapping[int, Collection[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

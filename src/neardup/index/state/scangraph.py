@@ -60,7 +60,6 @@ from neardup.index.state.graph_saves import (
 from neardup.index.state.graph_stores import CandidateCounts, ShingleClasses, VerifiedEdges
 from neardup.index.state.graph_update import update_graph
 from neardup.index.state.lookups import HERE, BatchLookups
-from neardup.index.state.overlay import Overlay
 from neardup.index.state.pages import PageTable
 from neardup.ingest.eligibility import enough_words
 from neardup.pipeline.steps.near_pairs import lsh_shape, tie_order
@@ -116,33 +115,6 @@ class ScanGraph:
     def shape(self) -> tuple[int, int]:
         """(bands, rows) of the band index."""
         return self.bands, self.rows
-
-    # The stores' overlays by the names the graph's changes (`files/graph_changes.py`)
-    # write and put back.
-
-    @property
-    def cls_over(self) -> Overlay[int, int]:
-        return self.classes.over
-
-    @cls_over.setter
-    def cls_over(self, over: Overlay[int, int]) -> None:
-        self.classes.over = over
-
-    @property
-    def pair_over(self) -> dict[int, int]:
-        return self.pairs.over
-
-    @pair_over.setter
-    def pair_over(self, over: dict[int, int]) -> None:
-        self.pairs.over = over
-
-    @property
-    def adj_over(self) -> dict[int, dict[int, float]]:
-        return self.edges.over
-
-    @adj_over.setter
-    def adj_over(self, over: dict[int, dict[int, float]]) -> None:
-        self.edges.over = over
 
     @property
     def class_searches(self) -> int:
