@@ -189,3 +189,25 @@ def test_a_table_writer_refuses_a_save_that_does_not_match(tmp_path):
     got = read_arrays(tmp_path, "m", band_save.BAND_FILES)
     assert whole(got["band_keys"]).tolist() == whole(right.base_keys).tolist()
     assert whole(got["band_slots"]).tolist() == whole(right.base_slots).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.data())
+def test_the_keys_by_node_read_from_a_changes_file_are_its_rows(nodes, data):
+    """`TakenRun` reads the keys of nodes at any positions from the flat vector a changes
+    folder's `node_keys` is read as: a span of rows at once, or cell by cell where the
+    positions are scattered; the same rows as the matrix written."""
+    from neardup.index.state.band_buckets import TakenRun
+    from neardup.store.file_vectors import FileVector
+
+    rng = np.random.default_rng(nodes)
+    keys = rng.integers(-(2**62), 2**62, size=(nodes, TABLES), dtype=np.int64)
+    path = _SAVES / f"node-keys-{next(_NAMES)}.npy"
+    np.save(path, keys)
+    run = TakenRun(TABLES, nodes=np.arange(nodes, dtype=np.int64) * 2, node_keys=FileVector(path))
+    at = np.array(data.draw(st.lists(st.integers(0, nodes - 1), min_size=0, max_size=12)), np.int64)
+    if data.draw(st.booleans()):
+        at = np.sort(at)
+    assert np.array_equal(run._keys_at(at), keys[at].reshape(at.size, TABLES))
+    for i in at.tolist():
+        assert np.array_equal(run.get(2 * i), keys[i])

@@ -29,7 +29,12 @@ from neardup.index.files.graph_changes import (
 )
 from neardup.index.files.legacy import give_slots
 from neardup.index.files.manifest_meta import changes_of, saved_at, stored_config, version_meta
-from neardup.index.files.saves import read_arrays
+from neardup.index.files.saves import (
+    CHANGES_BY_BLOCKS,
+    FLAT_VECTORS,
+    read_arrays,
+    read_vectors,
+)
 from neardup.index.files.segment_rows import segment_rows
 from neardup.index.files.segments import read_committed
 from neardup.index.files.store import Manifest, Segment, graph_name, read_manifest
@@ -193,14 +198,16 @@ def read_version(
         return got, state, None, None
 
 
-def changes_arrays(store: Path, name: str) -> dict[str, np.ndarray | None]:
-    """A `changes-N/` folder's arrays, mapped; those of `CHANGE_ARRAYS_SINCE` None where an
-    older writer wrote none."""
-    got: dict[str, np.ndarray | None] = dict(
-        read_arrays(store, name, CHANGE_ARRAYS, by_blocks=False)
-    )
+def changes_arrays(store: Path, name: str) -> dict[str, Any]:
+    """A `changes-N/` folder's arrays, mapped, but the band delta's, read by blocks
+    (`read_vectors`); those of `CHANGE_ARRAYS_SINCE` None where an older writer wrote none."""
+    vectors = (*CHANGES_BY_BLOCKS, *FLAT_VECTORS)
+    mapped = tuple(k for k in CHANGE_ARRAYS if k not in vectors)
+    got: dict[str, Any] = dict(read_arrays(store, name, mapped, by_blocks=False))
     since = [k for k in CHANGE_ARRAYS_SINCE if (store / name / f"{k}.npy").exists()]
-    got.update(read_arrays(store, name, tuple(since), by_blocks=False))
+    got.update(
+        read_vectors(store, name, tuple(k for k in (*CHANGE_ARRAYS, *since) if k in vectors))
+    )
     got.update({k: None for k in CHANGE_ARRAYS_SINCE if k not in since})
     return got
 

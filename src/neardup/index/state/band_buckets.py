@@ -221,10 +221,11 @@ class BandBuckets:
         """`changes` (of this index's base, by `changes`) put in, on an index holding its
         base alone. Their arrays are read where they lie (maps): each table's delta is
         replaced, not changed in place, by the batches that move its nodes."""
-        keys = [row.astype(np.int64, copy=False) for row in changes["delta_keys"]]
-        slots = [row.astype(np.int32, copy=False) for row in changes["delta_slots"]]
+        keys = [_typed(row, np.int64) for row in changes["delta_keys"]]
+        slots = [_typed(row, np.int32) for row in changes["delta_slots"]]
         nodes, node_keys = changes.get("node_slots"), changes.get("node_keys")
         if nodes is None or node_keys is None:  # written before they were kept by node too
+            keys, slots = [whole(k) for k in keys], [whole(s) for s in slots]
             by_slot = [np.argsort(row, kind="stable") for row in slots]
             nodes = slots[0][by_slot[0]].astype(np.int64) if slots else _EMPTY_KEYS
             node_keys = np.stack([k[o] for k, o in zip(keys, by_slot, strict=True)], 1)
@@ -306,10 +307,17 @@ class BandBuckets:
         return k[order], np.concatenate([ts, self.delta_slots[t]])[order]
 
 
+def _typed(row: Any, dtype: type) -> Any:
+    """A row of the changes as `dtype`: an array in memory converted, a vector read by
+    blocks as written (the changes write these types)."""
+    return row.astype(dtype, copy=False) if isinstance(row, np.ndarray) else row
+
+
 class TakenRun:
     """The delta as an opening took it in from the changes since the save (`take_changes`):
     each table's keys ascending with their nodes, and the same entries by node (nodes
-    ascending with a row of keys each), read where they lie (maps of the changes' files).
+    ascending with a row of keys each), read where they lie (the changes' files, by
+    blocks as the base's tables are: `files/saves.CHANGES_BY_BLOCKS`; or arrays).
     Every node of it is in every table once. Nodes that leave are marked (`left`), not
     taken out; the next changes or save write the run without them."""
 
@@ -339,7 +347,23 @@ class TakenRun:
     def get(self, slot: int) -> np.ndarray | None:
         """The keys of node `slot` when it is one of these and has not left."""
         i = self._index(slot)
-        return None if i is None else np.asarray(self.node_keys[i])
+        return None if i is None else self._keys_at(np.array([i], np.int64))[0]
+
+    def _keys_at(self, at: np.ndarray) -> np.ndarray:
+        """The rows of keys of the nodes at positions `at`: of a matrix, or of the flat
+        vector a changes folder's keys by node are read as."""
+        if isinstance(self.node_keys, np.ndarray) and self.node_keys.ndim == 2:
+            return np.asarray(self.node_keys[at])
+        if not at.size:
+            return np.empty((0, self.tables), np.int64)
+        # The span of rows they fall in, read at once: a writer's close asks for its nodes
+        # in order, a block at a time (a gather of each cell held ten times their bytes).
+        lo, hi = int(at.min()), int(at.max()) + 1
+        if hi - lo <= 4 * at.size:
+            span = np.asarray(self.node_keys[lo * self.tables : hi * self.tables])
+            return span.reshape(hi - lo, self.tables)[at - lo]
+        cells = (at[:, None] * self.tables + np.arange(self.tables)).ravel()
+        return np.asarray(self.node_keys[cells]).reshape(at.size, self.tables)
 
     def drop(self, slots: list[int]) -> None:
         """Mark those of `slots` that are nodes here as left."""
@@ -360,7 +384,7 @@ class TakenRun:
 
     def table(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Table `t`'s entries of nodes that have not left, in its order."""
-        keys, slots = self.keys[t], self.slots[t]
+        keys, slots = whole(self.keys[t]), whole(self.slots[t])
         if self.live < self.nodes.size:
             here = ~self.left[slots]
             return keys[here], slots[here]
@@ -369,8 +393,9 @@ class TakenRun:
     def joined(self, added: dict[int, np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """These nodes that have not left and the `added` ones, ascending, with their keys:
         (nodes, (nodes, tables) keys), a block of nodes at a time."""
-        rows = np.flatnonzero(~self.left[self.nodes]) if self.live < self.nodes.size else None
-        live = self.nodes if rows is None else self.nodes[rows]
+        nodes = whole(self.nodes)
+        rows = np.flatnonzero(~self.left[nodes]) if self.live < nodes.size else None
+        live = nodes if rows is None else nodes[rows]
         new = np.fromiter(added, np.int64, len(added))
         new_keys = np.stack(list(added.values())) if added else np.zeros((0, self.tables))
         nodes = np.concatenate([live, new])
@@ -380,6 +405,6 @@ class TakenRun:
             keys = np.empty((pick.size, self.tables), np.int64)
             run = pick < live.size
             at = pick[run] if rows is None else rows[pick[run]]
-            keys[run] = self.node_keys[at]
+            keys[run] = self._keys_at(at)
             keys[~run] = new_keys[pick[~run] - live.size]
             yield nodes[pick], keys
