@@ -104,17 +104,18 @@ class BandBuckets:
 
     def base_hits(
         self, keys: list[np.ndarray], preloaded: list[Found] | None = None
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The base's entries for the keys `keys[t]` (distinct) of each table t: (query
-        position, node) pairs, dead nodes included (`members` skips them). The base does
-        not change between saves, so a batch that asks for the same keys before and after
-        it moves nodes searches it once. `preloaded`: as `members`'s."""
+    ) -> list[tuple[np.ndarray, ...]]:
+        """The entries of the base and of the run taken in from the changes for the keys
+        `keys[t]` (distinct) of each table t: (query position, node) pairs of each, dead
+        and left nodes included (`members` skips them). Neither level changes between saves
+        but for those marks, so a batch that asks for the same keys before and after it
+        moves nodes searches them once. `preloaded`: as `members`'s."""
         out = []
         for t, wanted in enumerate(keys):
             pre = None if preloaded is None else preloaded[t]
             qb, ib, searched = hits(pre, wanted, self.base_keys[t], self.base_slots[t])
             self.base_searches += searched
-            out.append((qb, ib))
+            out.append((qb, ib, *self.taken.hits(t, wanted)))
         return out
 
     def members(
@@ -122,7 +123,7 @@ class BandBuckets:
         keys: list[np.ndarray],
         at_least: int = 2,
         preloaded: list[Found] | None = None,
-        base: list[tuple[np.ndarray, np.ndarray]] | None = None,
+        base: list[tuple[np.ndarray, ...]] | None = None,
     ) -> dict[tuple[int, int], list[int]]:
         """The nodes of the buckets with keys `keys[t]` (distinct) in table t, for the
         buckets holding `at_least` nodes: {(table, key): slots in any order}. Buckets of
@@ -137,11 +138,11 @@ class BandBuckets:
         for t, wanted in enumerate(keys):
             if not wanted.size:
                 continue
-            qb, ib = base[t]
+            qb, ib, qt, it = base[t]
             if ib.size:
                 live = ~self.base_dead[ib]
                 qb, ib = qb[live], ib[live]
-            qt, it = self.taken.hits(t, wanted)
+            qt, it = self.taken.live_hits(qt, it)
             qd, idl = key_hits(self.delta_keys[t], self.delta_slots[t], wanted)
             qi = np.concatenate([qb, qt, qd])
             ids = np.concatenate([ib.astype(np.int64), it, idl.astype(np.int64)])
@@ -373,10 +374,13 @@ class TakenRun:
                 self.live -= 1
 
     def hits(self, t: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query position, node) of table `t`'s entries whose key is one of `wanted`, but
-        of nodes that left."""
+        """(query position, node) of table `t`'s entries whose key is one of `wanted`,
+        nodes that left included (`live_hits` drops them)."""
         q, ids = key_hits(self.keys[t], self.slots[t], wanted)
-        ids = ids.astype(np.int64)
+        return q, ids.astype(np.int64)
+
+    def live_hits(self, q: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`hits` without the nodes that left since."""
         if ids.size and self.live < self.nodes.size:
             here = ~self.left[ids]
             q, ids = q[here], ids[here]
