@@ -9,7 +9,12 @@ import pytest
 from crawl_texts import near_copies
 
 import neardup.index.index_saves as index_saves_module
-from neardup.index.files.graph_changes import graph_changes, slot_changes_into, take_changes
+from neardup.index.files.graph_changes import (
+    CHANGE_ARRAYS_SINCE,
+    graph_changes,
+    slot_changes_into,
+    take_changes,
+)
 from neardup.index.files.saves import read_arrays, write_arrays
 from neardup.index.opening import changes_arrays
 from neardup.index.state.apply_batch import compute_batch
@@ -51,6 +56,7 @@ def test_changes_put_into_the_save_give_the_graph_the_batches_built(saved_then_c
     write_arrays(ix.store, "changes-x", graph_changes(ix.scan_graph, saved["member"].size))
     changes = changes_arrays(ix.store, "changes-x")
     assert changes["slots"].size > 0  # not vacuous: the batches after the save changed slots
+    assert all(changes[k] is not None for k in CHANGE_ARRAYS_SINCE)  # written, and read
     # The slots listed (those the batches wrote) hold every slot whose columns differ
     # from the save's files, found by comparing them whole.
     m = min(ix.pages.n, saved["member"].size)

@@ -201,13 +201,12 @@ def read_version(
 def changes_arrays(store: Path, name: str) -> dict[str, Any]:
     """A `changes-N/` folder's arrays, mapped, but the band delta's, read by blocks
     (`read_vectors`); those of `CHANGE_ARRAYS_SINCE` None where an older writer wrote none."""
-    vectors = (*CHANGES_BY_BLOCKS, *FLAT_VECTORS)
-    mapped = tuple(k for k in CHANGE_ARRAYS if k not in vectors)
+    since = tuple(k for k in CHANGE_ARRAYS_SINCE if (store / name / f"{k}.npy").exists())
+    names = (*CHANGE_ARRAYS, *since)
+    vectors = tuple(k for k in names if k in CHANGES_BY_BLOCKS or k in FLAT_VECTORS)
+    mapped = tuple(k for k in names if k not in vectors)
     got: dict[str, Any] = dict(read_arrays(store, name, mapped, by_blocks=False))
-    since = [k for k in CHANGE_ARRAYS_SINCE if (store / name / f"{k}.npy").exists()]
-    got.update(
-        read_vectors(store, name, tuple(k for k in (*CHANGE_ARRAYS, *since) if k in vectors))
-    )
+    got.update(read_vectors(store, name, vectors))
     got.update({k: None for k in CHANGE_ARRAYS_SINCE if k not in since})
     return got
 
