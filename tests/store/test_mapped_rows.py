@@ -4,6 +4,8 @@ loaded array gives (the reference), whatever the rows' order, repeats or signs."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -52,3 +54,35 @@ def test_a_matrix_shorter_than_its_header_is_an_error(tmp_path):
     assert np.array_equal(rows[np.array([0, 1])], np.arange(20).reshape(2, 10))
     with pytest.raises(OSError, match="shorter than its header"):
         rows[np.array([99])]
+
+
+def _resident_kib(path) -> int:
+    """This process's resident KiB of its maps of `path` (`/proc/self/smaps`)."""
+    total, current = 0, None
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            parts = line.split()
+            if "-" in parts[0] and len(parts) >= 5 and ":" in parts[3]:
+                current = parts[5] if len(parts) > 5 else None
+            elif parts[0] == "Rss:" and current == str(path):
+                total += int(parts[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
+@pytest.mark.parametrize("mode", ["r", "c"])
+def test_released_pages_leave_the_process_and_read_the_same(tmp_path, mode):
+    """`release_pages` gives back what reads left resident of a map (read-only, or
+    copy-on-write and never written); the values read after it are the file's."""
+    from neardup.store.rows import release_pages
+
+    values = np.arange(1 << 20, dtype=np.int64)  # 8 MiB
+    path = tmp_path / "v.npy"
+    np.save(path, values)
+    mapped = np.load(path, mmap_mode=mode).view(np.ndarray)
+    assert int(mapped[:: 4096 // 8].sum()) == int(values[::512].sum())  # a read a page
+    assert _resident_kib(path) >= 4096  # (at least half of it)
+    release_pages(mapped)
+    assert _resident_kib(path) == 0
+    assert np.array_equal(mapped, values)
+    release_pages(values)  # no map: left alone

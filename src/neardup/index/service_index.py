@@ -254,6 +254,7 @@ class ServiceIndex:
             if index_saves.save_due(self.committed, self.pages.n):
                 self._save_graph_now(write_tables)
         self._merge_due()  # after the lock: reads need not wait for a merge
+        self.state.release_read()
         freeze_objects()
         report.seconds = time.perf_counter() - t0
         return report

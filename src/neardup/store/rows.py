@@ -3,6 +3,7 @@ resident: used by the scan's later stages and by the store build."""
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,20 @@ def rows_of(block: FileMap, rows: np.ndarray) -> np.ndarray:
         return block.rows[rows]
     except FileNotFoundError:
         return np.array(block.view(np.ndarray)[rows])
+
+
+def release_pages(array: np.ndarray) -> None:
+    """The pages of a file's map that this process holds, given back (`MADV_DONTNEED`):
+    read again from the page cache when next touched. The kernel maps up to 64 KiB around
+    each page a read touches (`MADV_RANDOM` does not stop it), so scattered reads of a
+    large file leave all of it resident: removing 1 % of a ten-million-page index read
+    the saved URLs of 96,810 pages and held 640 MB of their maps. Only for a map never
+    written: a copy-on-write map's written pages would be lost. An array that is no map
+    is left alone."""
+    base: object = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        held = getattr(base, "_mmap", None)  # `np.memmap` keeps its map here
+        base = held if isinstance(held, mmap.mmap) else getattr(base, "base", None)
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if isinstance(base, mmap.mmap) and advice is not None and not base.closed:
+        base.madvise(advice)

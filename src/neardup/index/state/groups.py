@@ -320,9 +320,12 @@ class Winners:
         since (a null winner: a deleted group)."""
         self._over: dict[int, str | None] = {}  # None: the group was deleted
         self._rows: dict[int, int] = {}  # saved rows found ahead (`preload`; -1: none)
+        # The maps under the saved winners' URLs, never written (`IndexState.release_read`).
+        self.read_maps: tuple[np.ndarray, ...] = ()
         if saved is not None:
             self._gid, self._row = saved["winner_gid"], saved["winner_row"]
             self._url = mapped_strings(saved["winner_url_offsets"], saved["winner_url_bytes"])
+            self.read_maps = (saved["winner_url_offsets"], saved["winner_url_bytes"])
             gids = groups.column("group_id").to_pylist()
             for gid, url in zip(gids, groups.column("winner_url").to_pylist(), strict=True):
                 self._over[gid] = url

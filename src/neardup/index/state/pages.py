@@ -66,6 +66,8 @@ class PageTable:
         # `_alloc`): whether a slot's sketch row is no longer the save's (`set_signature`,
         # `apply_rows`).
         self.saved_rows_compared = 0
+        # The maps under the saved URLs, never written (`IndexState.release_read`).
+        self.read_maps: tuple[np.ndarray, ...] = ()
         self._alloc(0)
 
     @property
@@ -171,6 +173,7 @@ class PageTable:
         t.lens = SlotRows(dims, np.int32, a["page_lens"])
         urls = mapped_strings(a["page_url_offsets"], a["page_url_bytes"])
         t.urls = PageUrls(urls, None, a["page_skeys"], a["page_sslots"])
+        t.read_maps = (a["page_url_offsets"], a["page_url_bytes"])
         targets = mapped_strings(a["page_redirect_offsets"], a["page_redirect_bytes"])
         slots = a["page_redirect_slots"].tolist()
         t.redirect = dict(zip(slots, targets.to_pylist(), strict=True))
