@@ -21,9 +21,7 @@ from neardup.index.state.found import Found, hits
 from neardup.index.state.merged_runs import BLOCK, merged_rows
 from neardup.index.state.overlay import Overlay
 from neardup.index.state.taken_entries import TakenEntries, packed, union
-from neardup.kernels.sorting import found_in_sorted, run_in_sorted, sorted_distinct
-
-_NO_KEYS = np.empty(0, np.int64)
+from neardup.kernels.sorting import run_in_sorted, sorted_distinct
 
 
 class ShingleClasses:
@@ -101,9 +99,9 @@ class CandidateCounts:
 
     def __init__(self, keys: np.ndarray, counts: np.ndarray) -> None:
         self.keys, self.counts = keys, counts
-        # The counts changed since the save as changes written before hold them (keys
-        # ascending, with their counts), then those changed since they were.
-        self.taken_keys, self.taken_counts = _NO_KEYS, _NO_KEYS
+        # The counts changed since the save as changes written before hold them (a pair
+        # a run of one count), then those changed since they were.
+        self.taken = TakenEntries.empty(1)
         self.over: dict[int, int] = {}
 
     def base_counts(self, packed: np.ndarray) -> np.ndarray:
@@ -113,7 +111,8 @@ class CandidateCounts:
         if not packed.size:
             return out
         rest = np.ones(packed.size, bool)
-        for keys, counts in ((self.taken_keys, self.taken_counts), (self.keys, self.counts)):
+        taken = (self.taken.keys, self.taken.columns[0])
+        for keys, counts in (taken, (self.keys, self.counts)):
             if not keys.size or not rest.any():
                 continue
             want = packed[rest]
@@ -127,33 +126,22 @@ class CandidateCounts:
     def take(self, keys: np.ndarray, counts: np.ndarray) -> None:
         """The counts changed since the save, as changes written before hold them
         (`changes`), read where they lie; the overlay starts empty."""
-        entries = TakenEntries(keys, np.arange(np.asarray(keys).size + 1), [counts])
-        self.taken_keys, self.taken_counts = entries.keys, entries.columns[0]
+        self.taken = TakenEntries(keys, np.arange(np.asarray(keys).size + 1), [counts])
         self.over = {}
 
-    def _changed(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every pair whose count changed since the save (ascending) with its count (0:
-        no longer a candidate): the overlay's, then the changes' written before."""
-        over = np.fromiter(self.over, np.int64, len(self.over))
-        order = np.argsort(over)
-        keys = over[order]
-        counts = np.fromiter(self.over.values(), np.int64, len(self.over))[order]
-        if self.taken_keys.size:
-            old = np.asarray(self.taken_keys)
-            keep = ~found_in_sorted(keys, old)[1] if keys.size else np.ones(old.size, bool)
-            keys = np.concatenate([old[keep], keys])
-            counts = np.concatenate([np.asarray(self.taken_counts, np.int64)[keep], counts])
-            order = np.argsort(keys, kind="stable")
-            keys, counts = keys[order], counts[order]
-        return keys, counts
-
     def changes(self) -> tuple[np.ndarray, np.ndarray]:
-        """The counts changed since the save: pairs ascending, their counts (0: gone)."""
-        return self._changed()
+        """Every pair whose count changed since the save, ascending, with its count (0: no
+        longer a candidate): the overlay's, else the changes' written before."""
+        keys = np.fromiter(self.over, np.int64, len(self.over))
+        order = np.argsort(keys)
+        counts = np.fromiter(self.over.values(), np.int64, len(self.over))[order]
+        ptr = np.arange(keys.size + 1, dtype=np.int64)
+        pairs, _, (got,) = union(self.taken, keys[order], ptr, [counts])
+        return pairs, np.asarray(got, np.int64)
 
     def live(self) -> dict[int, int]:
         """Every candidate with its count (a test's view of all of them)."""
-        changed, counts = self._changed()
+        changed, counts = self.changes()
         gone = set(changed.tolist())
         out = {
             p: c
@@ -168,7 +156,7 @@ class CandidateCounts:
     def arrays(self) -> RowBlocks:
         """The candidates as sorted base arrays (`pair_keys`, `pair_counts`), the counts
         changed since merged in block by block (a count of 0 leaves)."""
-        changed, counts = self._changed()
+        changed, counts = self.changes()
         live = counts > 0
         specs = {"pair_keys": np.int64, "pair_counts": np.int16}
         new = [changed[live], counts[live].astype(np.int16)]
