@@ -75,9 +75,11 @@ def write_merged(store: Path, name: str, names: list[str], drop_deleted: bool) -
             "dim_lengths": ((rows.size, lens[0].shape[1]), lens[0].dtype),
         },
         (
-            (_gather(sigs, rows[lo:hi]), _gather(lens, rows[lo:hi]))
+            (
+                _gather(sigs, rows[lo : lo + _MATRIX_BLOCK]),
+                _gather(lens, rows[lo : lo + _MATRIX_BLOCK]),
+            )
             for lo in range(0, rows.size, _MATRIX_BLOCK)
-            for hi in [lo + _MATRIX_BLOCK]
         ),
     )
     pages = _kept_rows(files, PAGE_SCHEMA, keep)
@@ -96,10 +98,8 @@ def _newest_group_rows(files: list[Path], drop_deleted: bool) -> np.ndarray:
             alive.append(batch.column(1).is_valid().to_numpy(False))
     keep = np.zeros(sum(a.size for a in ids), bool)
     if keep.size:
-        last = _last_of(np.concatenate(ids))
-        if drop_deleted:
-            last = last[np.concatenate(alive)[last]]
-        keep[last] = True
+        rows = _newest_group_positions(np.concatenate(ids), np.concatenate(alive), drop_deleted)
+        keep[rows] = True
     return keep
 
 
@@ -154,11 +154,17 @@ def _plain(m: np.ndarray | Stacked) -> np.ndarray:
 def _newest_groups(groups: pa.Table, drop_deleted: bool) -> pa.Table:
     """The last row of each group (rows in segment order), deleted groups out when
     `drop_deleted`."""
-    grows = np.sort(_last_of(groups.column("group_id").to_numpy()))
-    if drop_deleted:
-        alive = groups.column("winner_url").is_valid().to_numpy(False)[grows]
-        grows = grows[alive]
-    return _picked(groups, grows)
+    ids = groups.column("group_id").to_numpy()
+    alive = groups.column("winner_url").is_valid().to_numpy(False)
+    return _picked(groups, _newest_group_positions(ids, alive, drop_deleted))
+
+
+def _newest_group_positions(ids: np.ndarray, alive: np.ndarray, drop_deleted: bool) -> np.ndarray:
+    """The rows (ascending) of the last row of each group id of `ids` (rows in segment
+    order), those whose group has no winner (`alive` false: deleted) out when
+    `drop_deleted`."""
+    rows = np.sort(_last_of(ids))
+    return rows[alive[rows]] if drop_deleted else rows
 
 
 def _gather(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:

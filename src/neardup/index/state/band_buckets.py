@@ -334,7 +334,12 @@ class TakenRun:
         self.keys = [_EMPTY_KEYS] * tables if keys is None else keys
         self.slots = [_EMPTY_IDS] * tables if slots is None else slots
         self.nodes = _EMPTY_KEYS if nodes is None else nodes
-        self.node_keys = np.zeros((0, tables), np.int64) if node_keys is None else node_keys
+        # One flat run of keys, a row of `tables` a node: the flat vector a changes
+        # folder's are read as (`files/saves.FLAT_VECTORS`), or a matrix's values.
+        keys_by_node = np.zeros((0, tables), np.int64) if node_keys is None else node_keys
+        if isinstance(keys_by_node, np.ndarray):
+            keys_by_node = keys_by_node.reshape(-1)
+        self.node_keys = keys_by_node
         self.left = np.zeros(int(self.nodes[-1]) + 1 if self.nodes.size else 0, bool)
         self.live = int(self.nodes.size)  # nodes that have not left
 
@@ -351,10 +356,7 @@ class TakenRun:
         return None if i is None else self._keys_at(np.array([i], np.int64))[0]
 
     def _keys_at(self, at: np.ndarray) -> np.ndarray:
-        """The rows of keys of the nodes at positions `at`: of a matrix, or of the flat
-        vector a changes folder's keys by node are read as."""
-        if isinstance(self.node_keys, np.ndarray) and self.node_keys.ndim == 2:
-            return np.asarray(self.node_keys[at])
+        """The rows of keys of the nodes at positions `at`."""
         if not at.size:
             return np.empty((0, self.tables), np.int64)
         # The span of rows they fall in, read at once: a writer's close asks for its nodes

@@ -21,7 +21,7 @@ from neardup.index.state.found import Found, hits
 from neardup.index.state.merged_runs import BLOCK, merged_rows
 from neardup.index.state.overlay import Overlay
 from neardup.index.state.taken_entries import TakenEntries, packed, union
-from neardup.kernels.sorting import run_in_sorted, sorted_distinct
+from neardup.kernels.sorting import found_in_sorted, run_in_sorted, sorted_distinct
 
 
 class ShingleClasses:
@@ -113,11 +113,9 @@ class CandidateCounts:
         rest = np.ones(packed.size, bool)
         taken = (self.taken.keys, self.taken.columns[0])
         for keys, counts in (taken, (self.keys, self.counts)):
-            if not keys.size or not rest.any():
-                continue
-            want = packed[rest]
-            i = np.minimum(np.searchsorted(keys, want), keys.size - 1)
-            ok = np.asarray(keys[i]) == want
+            if not rest.any():
+                break
+            i, ok = found_in_sorted(keys, packed[rest])
             at = np.flatnonzero(rest)[ok]
             out[at] = counts[i[ok]]
             rest[at] = False

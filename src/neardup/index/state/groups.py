@@ -378,8 +378,8 @@ class Winners:
             return default if got is None else got
         row = self._rows.get(gid)
         if row is None:
-            i = int(np.searchsorted(self._gid, gid))
-            row = int(self._row[i]) if i < self._gid.size and self._gid[i] == gid else -1
+            lo, hi = run_in_sorted(self._gid, gid)
+            row = int(self._row[lo]) if hi > lo else -1
         return default if row < 0 else self._url[row].as_py()
 
     def preload(self, gids: Iterable[int]) -> None:

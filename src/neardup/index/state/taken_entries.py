@@ -23,7 +23,7 @@ from itertools import chain
 
 import numpy as np
 
-from neardup.kernels.sorting import found_in_sorted, sorted_distinct
+from neardup.kernels.sorting import found_in_sorted
 
 _EMPTY_KEYS = np.empty(0, np.int64)
 
@@ -71,7 +71,7 @@ class TakenEntries:
         """Every (key, member, values...) row, keys ascending, but of the keys in
         `without` (sorted, distinct): the rows a save merges in with the overlay's."""
         keys = np.asarray(self.keys)
-        keep = ~found_in_sorted(sorted_distinct(without), keys)[1] if without.size else None
+        keep = ~found_in_sorted(without, keys)[1] if without.size else None
         sizes = self.sizes()
         mask = np.repeat(keep, sizes) if keep is not None else None
         out = [np.repeat(keys, sizes)]
@@ -112,29 +112,32 @@ def union(
     keep = ~found_in_sorted(keys, old_keys)[1] if keys.size else np.ones(old_keys.size, bool)
     old_sizes, new_sizes = taken.sizes(), np.diff(ptr)
     all_keys = np.concatenate([old_keys[keep], keys])
-    order = np.argsort(all_keys, kind="stable")
     starts = np.concatenate([np.asarray(taken.ptr[:-1])[keep], ptr[:-1] + int(taken.ptr[-1])])
     sizes = np.concatenate([old_sizes[keep], new_sizes])
     flat = [
         np.concatenate([np.asarray(a, np.result_type(a, b)), np.asarray(b, np.result_type(a, b))])
         for a, b in zip(taken.columns, columns, strict=True)
     ]
-    out_ptr = np.zeros(all_keys.size + 1, np.int64)
-    np.cumsum(sizes[order], out=out_ptr[1:])
-    at = _run_positions(starts[order], sizes[order])
-    return all_keys[order], out_ptr, [c[at] for c in flat]
+    return _in_key_order(all_keys, starts, sizes, flat)
 
 
 def _sorted_runs(
     keys: np.ndarray, ptr: np.ndarray, columns: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Runs put in key order (an older neardup's changes, in the overlay's order)."""
+    return _in_key_order(keys, ptr[:-1], np.diff(ptr), [np.asarray(c) for c in columns])
+
+
+def _in_key_order(
+    keys: np.ndarray, starts: np.ndarray, sizes: np.ndarray, flat: Sequence[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Runs (`starts`, `sizes` in the `flat` columns) of distinct `keys`, packed again in
+    key order: keys ascending, pointers, the runs one after the other."""
     order = np.argsort(keys, kind="stable")
-    sizes = np.diff(ptr)[order]
-    at = _run_positions(ptr[:-1][order], sizes)
     out_ptr = np.zeros(keys.size + 1, np.int64)
-    np.cumsum(sizes, out=out_ptr[1:])
-    return keys[order], out_ptr, [np.asarray(c)[at] for c in columns]
+    np.cumsum(sizes[order], out=out_ptr[1:])
+    at = _run_positions(starts[order], sizes[order])
+    return keys[order], out_ptr, [c[at] for c in flat]
 
 
 def _run_positions(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
