@@ -10,6 +10,10 @@ are folders of parts; `page_text` and `sketches` are left out: the text is the b
 bytes, and the pages table holds every page's sketch figures and cluster).
 
     .venv/bin/python bench/spark_ranges.py bench/out/scale/web-1000000.jsonl --runs 1
+    .venv/bin/python bench/spark_ranges.py FILE --runs 2 --before /tmp/before/src
+
+`--before SRC` adds a Spark run of another checkout's code (its `src` folder) after each
+pair, in the same window, to compare two codes.
 
 Prints a markdown table; writes bench/out/spark_ranges/NAME.json.
 """
@@ -61,16 +65,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="the embedded engine's")
     parser.add_argument("--spark-conf", action="append", default=[])
+    parser.add_argument("--before", type=Path, help="another checkout's src, run on Spark too")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     spark = [*SPARK, *(x for c in args.spark_conf for x in ("--spark-conf", c))]
-    engines = {"embedded": (), "spark local[2]": tuple(spark)}
+    engines = {"embedded": (None, ()), "spark local[2]": (None, tuple(spark))}
+    if args.before:
+        engines["spark local[2], before"] = (args.before, tuple(spark))
     rows = []
     for run in range(args.runs):
-        for engine, extra in engines.items():
-            out = OUT / f"run-{engine.split()[0]}"
+        for engine, (src, extra) in engines.items():
+            out = OUT / f"run-{engine.split()[0]}{'-before' if src else ''}"
             load = os.getloadavg()[0]
-            result = one_scan([args.input], out, args.workers, None, extra)
+            result = one_scan([args.input], out, args.workers, src, extra)
             result.update(engine=engine, run=run, load_before=round(load, 2))
             rows.append(result)
             print(json.dumps(result), flush=True)

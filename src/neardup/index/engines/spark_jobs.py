@@ -44,17 +44,6 @@ from neardup.index.files.saved_search import NODE_KEYS
 from neardup.index.state.found import Found, PairsToScore
 from neardup.index.state.prepare import PreparedBatch, prepare_batch
 
-# The JVMs of an add only hand out a task a file (the driver's) and pass bytes between the
-# Python workers and the driver (the executors'): compiled by the first tier only, they
-# start sooner (the driver's 3.4 against 4.0 s here, a tenth of a 1 % increment on
-# local[2]). A session already running (spark-submit's, a caller's) is used as it is; a
-# user's own --spark-conf for them wins.
-ADD_JVM_CONF = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-}
-
-
 # A batch of fewer pages (the in-links' and removals' batches of `batch` pages, a small add)
 # is applied by the process that holds the index alone: its searches and comparisons read
 # a few thousand rows of the saved index there in milliseconds, where each of the up to
@@ -234,10 +223,11 @@ def _search_saved(
 
 
 def _context(master: str | None, conf: dict[str, str] | None) -> Any:
-    """The Spark context of an add: the session's, with `ADD_JVM_CONF` under the user's."""
+    """The Spark context of an add: the session's (`session.DEFAULT_CONF` under the
+    user's `conf`)."""
     from neardup.pipeline.executors.spark.session import spark_session
 
-    return spark_session(master, {**ADD_JVM_CONF, **(conf or {})}).sparkContext
+    return spark_session(master, conf).sparkContext
 
 
 def _run(context: Any, tasks: Any, work: Any, parts: list[int]) -> list[bytes]:

@@ -44,6 +44,7 @@ from neardup.pipeline.executors.spark.ingest_ranges import (
     RangeShift,
     plan_tasks,
     range_shifts,
+    task_count,
     tasks_frame,
 )
 from neardup.pipeline.executors.spark.near_files import KEYS, SIGS
@@ -243,10 +244,10 @@ class SparkJobs:
         run_cluster(self, outcome)
 
     def _per_range(self, body: Any, schema: pa.Schema) -> Any:
-        """`body` (a mapInArrow function over RANGES_SCHEMA rows) run by one task per
-        ingest range."""
+        """`body` (a mapInArrow function over RANGES_SCHEMA rows) run over the ingest
+        ranges, a run of neighbouring ranges a task (`ingest_ranges.task_count`)."""
         places = [(r.range_idx, r.shift, r.end, r.lines_before) for r in self.ranges]
-        rows = self.spark.sparkContext.parallelize(places, max(1, len(places)))
+        rows = self.spark.sparkContext.parallelize(places, task_count(self.spark, len(places)))
         frame = self.spark.createDataFrame(rows, _spark_schema(RANGES_SCHEMA))
         return frame.mapInArrow(on_one_thread(body), _spark_schema(schema))
 

@@ -14,6 +14,7 @@ import warnings
 from typing import Any
 
 from neardup.pipeline.executors import EngineUnavailableError
+from neardup.pipeline.executors.spark.jvm_archive import with_archive
 
 DEFAULT_CONF = {
     # Arrow carries every batch between the JVM and the Python kernels.
@@ -24,6 +25,15 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # The JVMs only schedule tasks and pass small Arrow batches between the Python workers
+    # and the driver; every heavy step is Python. Compiled by the first tier only, they
+    # start sooner and do not spend a core on the second tier's compiler: a 1 M-page scan
+    # on local[2] spent 41.5 CPU-s in its JVM with both tiers, 18-20 with the first only
+    # (docs/benchmarks.md, issue 47), and an add's session started in 3.4 against 4.0 s.
+    # A session already running (spark-submit's, a caller's) is used as it is; a user's
+    # own setting for them (`--spark-conf`) wins.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
 
 
@@ -55,7 +65,10 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         builder = builder.master(master or "local[*]")
-    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+    settings = {**DEFAULT_CONF, **(conf or {})}
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):  # the driver JVM is started here
+        settings = with_archive(conf or {}, DEFAULT_CONF)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     with warnings.catch_warnings():
         # PySpark warns about pandas releases it has not caught up with; neardup's Spark
