@@ -6,7 +6,7 @@ before a task runs; the embedded engine has nothing of the kind, and a small add
 whole. HotSpot can map the classes a run loaded from an archive written at its exit
 (application class-data sharing, JDK 13 and later: `-XX:ArchiveClassesAtExit`, then
 `-XX:SharedArchiveFile`): a session's start and a first job then took 4.2-5.1 CPU-s
-against 8.8-9.0 (docs/benchmarks.md, issue 47).
+against 7.9-9.0 (docs/benchmarks.md, issue 47).
 
 The archive is written once, by `neardup precompile` (`record_archive`, in a process of its
 own that runs a small scan on Spark and waits for its JVM to exit), into neardup's cache
@@ -17,7 +17,7 @@ when the JVM that wrote it has exited cleanly: HotSpot maps a truncated archive 
 before. Only a driver JVM started here takes it: executors on a cluster, spark-submit's
 driver and a driver given its own `spark.driver.extraJavaOptions` start as they did, and
 a classpath that is not the archive's makes HotSpot ignore it. The archive holds the
-classes of a small scan (about 150 MB); `neardup precompile` says where it is.
+classes of a small scan (about 190 MB); `neardup precompile` says where it is.
 """
 
 from __future__ import annotations
@@ -93,13 +93,15 @@ def record_archive(conf: dict[str, str], run: Any) -> Path:
     options = f"{conf.get(DRIVER_OPTIONS, '')} -XX:ArchiveClassesAtExit={tmp}".strip()
     try:
         session = spark_session("local[1]", {**conf, DRIVER_OPTIONS: options})
-        run(session)
         gateway = SparkContext._gateway
         proc = gateway.proc
-        session.stop()
-        gateway.shutdown()
-        proc.stdin.close()  # the gateway JVM exits when its stdin closes, writing the archive
-        code = proc.wait(timeout=300)
+        try:
+            run(session)
+        finally:  # the JVM writes the archive as it exits: wait for it, whatever `run` did
+            session.stop()
+            gateway.shutdown()
+            proc.stdin.close()  # the gateway JVM exits when its stdin closes
+            code = proc.wait(timeout=300)
         if code != 0 or not tmp.is_file() or not tmp.stat().st_size:
             raise RuntimeError(f"the JVM exited with {code} and wrote no whole archive")
         tmp.replace(final)

@@ -25,15 +25,15 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    # The JVMs only schedule tasks and pass small Arrow batches between the Python workers
-    # and the driver; every heavy step is Python. Compiled by the first tier only, they
-    # start sooner and do not spend a core on the second tier's compiler: a 1 M-page scan
-    # on local[2] spent 41.5 CPU-s in its JVM with both tiers, 18-20 with the first only
-    # (docs/benchmarks.md, issue 47), and an add's session started in 3.4 against 4.0 s.
-    # A session already running (spark-submit's, a caller's) is used as it is; a user's
-    # own setting for them (`--spark-conf`) wins.
+    # The driver JVM schedules tasks and passes small Arrow batches between the Python
+    # workers and the driver (in local mode it is the executor too); every heavy step of
+    # ours is Python. Compiled by the first tier only, it starts sooner and does not spend
+    # a core on the second tier's compiler: a 1 M-page scan on local[2] spent 41.5 CPU-s in
+    # its JVM with both tiers, 18-20 with the first only (docs/benchmarks.md, issue 47), and
+    # an add's session started in 3.4 against 4.0 s. A cluster's executors keep both tiers:
+    # Spark's own sorts, joins and shuffles of a large run are theirs. A session already
+    # running (spark-submit's, a caller's) is used as it is; a user's own setting wins.
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
 
 
@@ -65,8 +65,9 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         builder = builder.master(master or "local[*]")
-    settings = {**DEFAULT_CONF, **(conf or {})}
-    if not os.environ.get("PYSPARK_GATEWAY_PORT"):  # the driver JVM is started here
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):  # spark-submit's driver JVM runs already
+        settings = {**DEFAULT_CONF, **(conf or {})}
+    else:  # the driver JVM starts here: from the class archive where there is one
         settings = with_archive(conf or {}, DEFAULT_CONF)
     for key, value in settings.items():
         builder = builder.config(key, value)
