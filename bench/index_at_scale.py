@@ -57,7 +57,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from index_increment import engine_args, rows_since_save, split_lines  # noqa: E402
-from index_memory import PYTHON, REPORT_AT_EXIT, STATUS_FIELDS  # noqa: E402
+from index_memory import PYTHON, REPORT_AT_EXIT, STATUS_FIELDS, linked_copy  # noqa: E402
 from service_scale import free_port, parity  # noqa: E402
 
 OUT = BENCH / "out" / "index_at_scale"
@@ -365,16 +365,6 @@ def graph_folder(store: Path) -> dict | None:
     return {"name": name, "bytes": total, "new_bytes": new, "files": files}
 
 
-def copy_of(base: Path, dest: Path) -> Path:
-    shutil.rmtree(dest, ignore_errors=True)
-    subprocess.run(["cp", "-al", str(base), str(dest)], check=True)
-    # its own lock file: a linked one is the base's inode, locked by any add on any copy
-    (dest / "writer.lock").unlink(missing_ok=True)
-    os.sync()
-    time.sleep(1)
-    return dest
-
-
 def opened(store: Path, env: dict, runs: int) -> list[dict]:
     got = []
     for _ in range(runs):
@@ -537,7 +527,7 @@ def main() -> None:
     incs = []
     copy = work / "copy"
     for _ in range(0 if args.serve_only else args.runs):
-        copy_of(base, copy)
+        linked_copy(base, copy)
         incs.append(record("increment", {"share": 0.01, **add(copy, inc, extra, env, log)}))
     with open(eighth[0], encoding="utf-8") as fh:  # pages after the 1 %: new to its index
         texts = [json.loads(line)["text"] for _, line in zip(range(one + 400), fh, strict=False)]
@@ -549,7 +539,7 @@ def main() -> None:
                 words[(k * 7919 * j) % len(words)] = f"edit{k}-{j}"
             texts.append(" ".join(words))
     if args.serve_only and not args.rescan_only:  # the index after a 1 % increment, served
-        copy_of(base, copy)
+        linked_copy(base, copy)
         add(copy, inc, extra, env, log)
         record("serve", checks(copy, env, texts, args.queries, log))
         return
@@ -559,7 +549,7 @@ def main() -> None:
     eighths = []
     big = work / "eighth"
     for _ in range(0 if args.serve_only else args.eighth_runs):
-        copy_of(base, big)
+        linked_copy(base, big)
         got = add(big, eighth, extra, env, log)
         got["graph"] = graph_folder(big)
         got["graph_saves"] = sum(s["kind"] == "save_graph_now" for s in got["saves"])
@@ -613,7 +603,7 @@ def main() -> None:
                     record("rescan_ratio", ratio)
             return
         if not args.no_parity and Path(rescan["out"]).exists():
-            copy_of(base, copy)
+            linked_copy(base, copy)
             add(copy, inc, extra, env, log)
             record("parity", parity(copy, Path(rescan["out"])))
 

@@ -51,7 +51,8 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-from service_scale import corpus, parity  # noqa: E402 - the bench folder, not a package
+from index_memory import linked_copy  # noqa: E402 - the bench folder, not a package
+from service_scale import corpus, parity  # noqa: E402
 
 OUT = BENCH / "out" / "increment"
 NEARDUP = BENCH.parent / ".venv" / "bin" / "neardup"
@@ -171,9 +172,7 @@ def main() -> None:
         maker = Path(__file__).resolve().parent / "rewrite_increment.py"
         cmd = [sys.executable, str(maker), str(pages), str(mix), "--pages", str(args.behind)]
         subprocess.run([*cmd, "--among", str(keep), "--seed", "11"], check=True)
-        behind = folder / "base-behind"
-        shutil.rmtree(behind, ignore_errors=True)
-        subprocess.run(["cp", "-al", str(base), str(behind)], check=True)
+        behind = linked_copy(base, folder / "base-behind")
         timed([str(NEARDUP), "add", str(behind), str(mix), "--json"], log)
         base = behind
     parts = split_lines(pages, folder / "increment", keep, args.split)
@@ -182,10 +181,7 @@ def main() -> None:
     copy = folder / "copy"
     python = str(NEARDUP.parent / "python")
     for _ in range(args.runs):
-        shutil.rmtree(copy, ignore_errors=True)
-        subprocess.run(["cp", "-al", str(base), str(copy)], check=True)
-        os.sync()
-        time.sleep(1)
+        linked_copy(base, copy)
         opened = timed([python, "-c", OPEN, str(copy)], log)
         cmd = [str(NEARDUP), "add", str(copy), *map(str, parts), "--json", *extra]
         runs.append({**timed(cmd, log), "open": opened})

@@ -76,6 +76,19 @@ def report():
 )
 
 
+def linked_copy(base: Path, dest: Path) -> Path:
+    """A copy of an index that shares its files (hard links: saved files are never changed
+    in place, and a manifest is replaced by a rename), with a lock file of its own: a
+    linked one is the base's inode, locked by any add on any copy or on the base itself.
+    Flushed, and a second's rest, before it is measured."""
+    shutil.rmtree(dest, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(base), str(dest)], check=True)
+    (dest / "writer.lock").unlink(missing_ok=True)
+    os.sync()
+    time.sleep(1)
+    return dest
+
+
 def run_add(
     copy: Path, increment: list[str], src: str | None, report: Path, extra: list[str]
 ) -> dict[str, object]:
@@ -128,11 +141,7 @@ def main() -> None:
             code += "ServiceIndex(sys.argv[1]).close()"
             subprocess.run([str(PYTHON), "-c", code, str(store)], env=env, check=True)
         for _ in range(args.runs):
-            copy = args.work / "copy"
-            shutil.rmtree(copy, ignore_errors=True)
-            subprocess.run(["cp", "-al", str(store), str(copy)], check=True)
-            os.sync()
-            time.sleep(1)
+            copy = linked_copy(store, args.work / "copy")
             extra = args.add_args.split()
             got = run_add(copy, args.increment, args.src, args.work / "m", extra)
             row = {"index": str(store), **got}

@@ -184,3 +184,113 @@ def test_moves_on_opening_are_the_moves_a_page_at_a_time(saved, now, rows, touch
         col = pages.group[: pages.n].tolist()
         by_table = {g: {pages.url_at(s) for s, c in enumerate(col) if c == g} for g in set(col)}
         assert want == {g: m for g, m in by_table.items() if g >= 0}
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.dictionaries(st.integers(0, 9), st.sampled_from(URLS), max_size=8),
+    st.lists(st.tuples(st.integers(0, 12), st.none() | st.sampled_from(URLS)), max_size=12),
+    st.lists(st.tuples(st.booleans(), st.integers(0, 12), st.sampled_from(URLS)), max_size=12),
+    st.sampled_from(["save", "fold", "none"]),
+)
+def test_winners_opened_from_a_save_with_rows_since_equal_a_dict(
+    tmp_path_factory, saved, since, seq, end
+):
+    """Winners mapped from a save (`saved_arrays`, written and read as an opening maps
+    them) with the group rows written since taken in as a level of their own (several
+    rows of a group: its last holds; a null winner: the group was deleted), then batches'
+    elections and deletions, then folded, or saved and opened again: a dict's answers."""
+    from neardup.index.files.saves import read_arrays, write_arrays
+    from neardup.index.state.groups import GROUP_ARRAYS
+
+    folder = tmp_path_factory.mktemp("w")
+    write_arrays(folder, "g", Winners(_group_rows(saved)).saved_arrays())
+    mapped = read_arrays(folder, "g", tuple(k for k in GROUP_ARRAYS if k.startswith("winner")))
+    rows = pa.table(
+        {
+            "group_id": [g for g, _ in since],
+            "winner_url": [u for _, u in since],
+            "size": [1] * len(since),
+            "failed": [0] * len(since),
+        },
+        schema=GROUP_SCHEMA,
+    )
+    got, want = Winners(rows, mapped), dict(saved)
+    for gid, url in since:
+        if url is None:
+            want.pop(gid, None)
+        else:
+            want[gid] = url
+    assert [got.get(g) for g in range(13)] == [want.get(g) for g in range(13)]
+    for elect, gid, url in seq:
+        if elect:
+            got[gid], want[gid] = url, url
+        else:
+            assert got.pop(gid, None) == want.pop(gid, None)
+    if end == "fold":
+        got.fold()
+    elif end == "save":
+        write_arrays(folder, "h", got.saved_arrays())
+        names = tuple(k for k in GROUP_ARRAYS if k.startswith("winner"))
+        got = Winners(rows.slice(0, 0), read_arrays(folder, "h", names))
+    assert [got.get(g) for g in range(13)] == [want.get(g) for g in range(13)]
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    st.lists(st.integers(-1, 5), min_size=len(URLS), max_size=len(URLS)),
+    st.lists(st.integers(-1, 6), min_size=len(URLS), max_size=len(URLS)),
+    st.sets(st.integers(0, len(URLS) - 1)),
+    ops,
+)
+def test_groups_changed_since_the_save_as_a_level_then_by_batches_equal_a_dict_of_sets(
+    saved, now, rows, seq
+):
+    """The groups an opening finds changed since the save (`move`: a level of slots), then
+    changed by batches (the overlay over it), with the save's own counts of groups of one
+    and of two pages or more: a dict of sets' answers, counts included."""
+    import numpy as np
+
+    pages = PageTable(4, 1)
+    for url, gid in zip(URLS, saved, strict=True):
+        pages.add(url).group_id = None if gid < 0 else gid
+    arrays = GroupMembers(pages)
+    opened = {
+        "group_gid": arrays._gid,
+        "group_slot": arrays._slot,
+        "group_ids": arrays._ids,
+        "group_sizes": arrays._sizes,
+    }
+    counts = (arrays.count(1), arrays.count(2))
+    slots = np.array(sorted(rows), np.int64)
+    before = np.array([saved[s] for s in slots.tolist()], np.int64)
+    for s in slots.tolist():
+        pages.group[s] = now[s]
+    got = GroupMembers(pages, opened, counts)
+    got.move(slots, before)
+    want: dict[int, set[str]] = {}
+    for s, g in enumerate(pages.group[: pages.n].tolist()):
+        if g >= 0:
+            want.setdefault(g, set()).add(URLS[s])
+    for i, (op, gid, urls) in enumerate([("none", 0, []), *seq]):
+        if op == "add" and urls:
+            got.add(gid, urls[0])
+            want.setdefault(gid, set()).add(urls[0])
+        elif op == "discard" and urls:
+            got.discard(gid, urls[0])
+            want.get(gid, set()).discard(urls[0])
+        elif op == "set":
+            got[gid] = urls
+            want[gid] = set(urls)
+        elif op == "pop":
+            assert set(got.pop(gid, ()) or ()) == want.pop(gid, set())
+        if i % 4 == 3:
+            got.freeze()
+        live = {g: m for g, m in want.items() if m}
+        assert {g: set(m) for g, m in got.items()} == live
+        assert sorted(got.keys()) == sorted(live)
+        assert len(got) == len(live)
+        assert got.count(2) == sum(1 for m in live.values() if len(m) >= 2)
+        for g in range(7):
+            assert set(got.members(g)) == live.get(g, set())
+            assert got.size(g) == len(live.get(g, ()))

@@ -7,11 +7,13 @@ the sorted keys, columns grown past their capacity, and a reopened index."""
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup.index.state.pages as pages_module
+from neardup.index.state.page_urls import PageUrls
 from neardup.index.state.pages import PageTable, SlotRows
 from neardup.pipeline.steps.near_pairs import url_key
 from neardup.service import PageUpdate, ServiceIndex
@@ -69,6 +71,45 @@ def test_the_table_answers_as_a_dict(seed, monkeypatch):
         assert t[url].links_in == m["links_in"]
     live, _ = t.counts()
     assert live == sum(not m["removed"] for m in model.values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 20), st.booleans(), st.randoms())
+def test_a_level_of_urls_taken_in_answers_as_a_dict(saved, level, added, fold, rnd):
+    """The URLs an opening takes in as a level (`PageUrls.extend`: an Arrow chunk and its
+    sorted keys), after saved ones and before pages added since, found as a plain dict
+    finds them: keys collide (`#` fragments share one), some asked URLs were never stored."""
+    names = [f"http://h{rnd.randrange(3)}.example/{i // 3}#{i % 3}" for i in range(200)]
+    rnd.shuffle(names)
+    urls = list(dict.fromkeys(names))[: saved + level + added]
+    keys = np.array([url_key(u) for u in urls], np.int64)
+    t = PageUrls(pa.array(urls[:saved], pa.string()))
+    order = np.argsort(keys[:saved], kind="stable")
+    t.skeys, t.sslots, t.skeys_saved = keys[:saved][order], order.astype(np.int64), True
+    t.extend(pa.array(urls[saved : saved + level], pa.large_string()), keys[saved : saved + level])
+    for slot in range(saved + level, len(urls)):
+        t.append(urls[slot], slot)
+    if fold:
+        t.fold(keys)
+        assert not t.level_keys.size
+    model = {u: i for i, u in enumerate(urls)}
+    asked = [*urls, "http://h0.example/99#9", "http://h1.example/0#7"]
+    rnd.shuffle(asked)
+    assert t.lookup(asked, [None] * len(asked)) == [model.get(u) for u in asked]
+    assert [t.url_at(s) for s in range(len(urls))] == urls
+    assert t.urls_at(np.arange(len(urls), dtype=np.int64)) == urls
+    if not fold:  # what a save merges into its sorted keys: every slot's key, once
+        got = np.concatenate([t.sslots, t.level_slots, np.arange(t.folded, len(urls))])
+        assert sorted(got.tolist()) == list(range(len(urls)))
+        assert np.all(t.level_keys[1:] >= t.level_keys[:-1])
+        assert keys[t.level_slots].tolist() == t.level_keys.tolist()
+
+
+def test_a_level_of_urls_goes_before_any_added_page():
+    t = PageUrls()
+    t.append("http://a.example/", 0)
+    with pytest.raises(ValueError, match="before any added"):
+        t.extend(pa.array(["http://b.example/"]), np.array([url_key("http://b.example/")]))
 
 
 def test_pages_added_after_opening_are_found_once_folded(tmp_path, monkeypatch):

@@ -30,6 +30,7 @@ from neardup.index.state.merged_runs import (
 from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.index.state.page_rows import one_array
 from neardup.index.state.pages import PageTable
+from neardup.index.state.taken_entries import TakenEntries
 from neardup.kernels.sorting import found_in_sorted, run_in_sorted, runs_in_sorted, sorted_distinct
 from neardup.store.file_vectors import in_blocks, whole
 
@@ -70,6 +71,10 @@ class GroupMembers:
         groups of one page or more and of two or more among them (`counts`, as the save
         counted them; None: counted from the arrays when asked)."""
         self._pages = pages
+        # The groups an opening found changed since the save (`move`): a level of their own
+        # between the arrays and the overlay, group ids sorted with their pages' slots (a
+        # tuple of URLs a group cost about 100 bytes a page written since the save).
+        self._level = TakenEntries.empty(1)
         # Groups of >= 1 and >= 2 pages that the arrays hold, and those the last
         # `saved_arrays` wrote (None: not known without reading every group's size).
         self._counts: tuple[int, int] | None = None
@@ -88,7 +93,7 @@ class GroupMembers:
         saved ones with the groups changed since merged in block by block (`merged_runs`),
         nothing folded in memory. A changed group's pages are those the page table's
         `group` column names (what `_build` sorts whole), read a block of slots at a time."""
-        changed = sorted_distinct(self._over.keys_array())
+        changed = self._changed()
         gid, slot = self._column_members(changed)
         specs = {"group_gid": np.int64, "group_slot": np.int64}
         yield merged_rows(specs, [self._gid, self._slot], [gid, slot], changed)
@@ -133,7 +138,7 @@ class GroupMembers:
         save, as a `neardup add` of it leaves it."""
         now = self._pages.group[slots]
         moved = before != now
-        if self._over:  # groups changed by batches since: each page moved by itself
+        if self._over or len(self._level):  # groups changed since: each page by itself
             self._move_each(slots[moved], before[moved], now[moved])
             return
         if not moved.any():
@@ -160,11 +165,10 @@ class GroupMembers:
             first = np.ones(gid.size, bool)
             first[1:] = (gid[1:] != gid[:-1]) | (member[1:] != member[:-1])
             gid, member = gid[first], member[first]
-        urls = self._pages.urls_at(member)
-        ends = np.searchsorted(gid, gids, "right").tolist()
-        starts = np.searchsorted(gid, gids, "left").tolist()
-        for g, a, b in zip(gids.tolist(), starts, ends, strict=True):
-            self._over[g] = tuple(urls[a:b])  # () : the group lost its last page
+        # A group's run of slots (an empty one: the group lost its last page).
+        ptr = np.zeros(gids.size + 1, np.int64)
+        ptr[1:] = np.searchsorted(gid, gids, "right")
+        self._level = TakenEntries(gids, ptr, [member])
 
     def _move_each(self, slots: np.ndarray, old: np.ndarray, new: np.ndarray) -> None:
         for slot, was, now in zip(slots.tolist(), old.tolist(), new.tolist(), strict=True):
@@ -188,12 +192,13 @@ class GroupMembers:
         self._counts = None  # (counted from the arrays in memory when asked)
         # Groups changed since the arrays were made (empty: gone).
         self._over = Overlay()
+        self._level = TakenEntries.empty(1)
 
     def fold_if_due(self) -> None:
         """Between batches: fold the overlay into the arrays once it is large. The page
         table's `group` column is kept in step with every change (`apply_batch.py`), so the
         arrays are made again from it, as on opening."""
-        if _fold_due(len(self._over), self._ids.size):
+        if _fold_due(len(self._over) + len(self._level), self._ids.size):
             self._build()
             return
         self._over.freeze()
@@ -227,6 +232,9 @@ class GroupMembers:
         got = self._over.get(gid)
         if got is not None:
             return frozenset(got)
+        run = self._level.run(gid)
+        if run is not None:
+            return tuple(self._pages.urls_at(run[0]))
         lo, hi = self._run(gid)
         return tuple(self._pages.url_at(s) for s in self._slot[lo:hi].tolist())
 
@@ -234,6 +242,9 @@ class GroupMembers:
         got = self._over.get(gid)
         if got is not None:
             return len(got)
+        run = self._level.run(gid)
+        if run is not None:
+            return int(run[0].size)
         lo, hi = self._run(gid)
         return hi - lo
 
@@ -267,17 +278,31 @@ class GroupMembers:
         self._over[gid] = ()
         return got if got else default
 
+    def _changed(self) -> np.ndarray:
+        """The groups changed since the arrays were saved (the level's and the overlay's),
+        sorted."""
+        return sorted_distinct(np.concatenate([self._over.keys_array(), self._level.keys]))
+
+    def _level_only(self) -> tuple[np.ndarray, np.ndarray]:
+        """The level's groups that the overlay does not hide, and the size of each."""
+        keys, sizes = np.asarray(self._level.keys), self._level.sizes()
+        if not self._over or not keys.size:
+            return keys, sizes
+        kept = ~found_in_sorted(sorted_distinct(self._over.keys_array()), keys)[1]
+        return keys[kept], sizes[kept]
+
     def _base_ids(self) -> np.ndarray:
-        """The group ids as opened that no batch changed since."""
+        """The group ids as opened that nothing changed since."""
         ids = whole(self._ids)  # (every group listed: read whole)
-        if not self._over:
+        changed = self._changed()
+        if not changed.size:
             return ids
-        return ids[~np.isin(ids, self._over.keys_array())]
+        return ids[~found_in_sorted(changed, ids)[1]]
 
     def count(self, at_least: int = 1) -> int:
         """Groups of at least `at_least` pages, counted without listing them (nor
         copying the arrays: one flag a group)."""
-        changed = sorted_distinct(self._over.keys_array())
+        changed = self._changed()
         if self._counts is not None and at_least in (1, 2):
             # As saved, less the changed groups' saved sizes (searched), plus the overlay.
             at, there = found_in_sorted(self._ids, changed)
@@ -291,13 +316,17 @@ class GroupMembers:
                     ids = np.asarray(self._ids[lo : lo + sizes.size])
                     enough &= ~found_in_sorted(changed, ids)[1]
                 base += int(np.count_nonzero(enough))
-        return base + sum(1 for m in self._over.values() if len(m) >= max(at_least, 1))
+        _, level_sizes = self._level_only()
+        level = int(np.count_nonzero(level_sizes >= max(at_least, 1)))
+        return base + level + sum(1 for m in self._over.values() if len(m) >= max(at_least, 1))
 
     def __len__(self) -> int:
         return self.count(1)
 
     def keys(self) -> Iterator[int]:
         yield from self._base_ids().tolist()
+        level, sizes = self._level_only()
+        yield from level[sizes > 0].tolist()
         yield from (g for g, m in self._over.items() if m)
 
     def values(self) -> Iterator[Collection[str]]:
@@ -317,18 +346,28 @@ class Winners:
     def __init__(self, groups: pa.Table, saved: dict[str, np.ndarray] | None = None) -> None:
         """`groups`: the committed group rows (`store.GROUP_SCHEMA`, deleted ones out); or,
         with `saved` (the arrays `saved_arrays` wrote, mapped), the group rows written
-        since (a null winner: a deleted group)."""
+        since (a null winner: a deleted group), kept as a level of their own: their ids
+        sorted and their URLs one Arrow array (`_level_gid`, `_level_url`), not a string in
+        a dict each (about 130 bytes a group, a fifth of opening an index far behind its
+        save)."""
         self._over: dict[int, str | None] = {}  # None: the group was deleted
         self._rows: dict[int, int] = {}  # saved rows found ahead (`preload`; -1: none)
         # The maps under the saved winners' URLs, never written (`IndexState.release_read`).
         self.read_maps: tuple[np.ndarray, ...] = ()
+        self._level_gid = np.empty(0, np.int64)
+        self._level_url: pa.Array = pa.nulls(0, pa.large_string())
         if saved is not None:
             self._gid, self._row = saved["winner_gid"], saved["winner_row"]
             self._url = mapped_strings(saved["winner_url_offsets"], saved["winner_url_bytes"])
             self.read_maps = (saved["winner_url_offsets"], saved["winner_url_bytes"])
-            gids = groups.column("group_id").to_pylist()
-            for gid, url in zip(gids, groups.column("winner_url").to_pylist(), strict=True):
-                self._over[gid] = url
+            gid = groups.column("group_id").to_numpy().astype(np.int64, copy=False)
+            order = np.argsort(gid, kind="stable")
+            last = np.ones(gid.size, bool)  # a group's last row holds (as a dict's would)
+            last[:-1] = gid[order][1:] != gid[order][:-1]
+            keep = order[last]
+            self._level_gid = gid[keep]
+            urls = groups.column("winner_url").take(pa.array(keep))
+            self._level_url = one_array(urls).cast(pa.large_string())
             return
         gid = groups.column("group_id").to_numpy()
         order = np.argsort(gid, kind="stable")
@@ -340,13 +379,25 @@ class Winners:
         """The winners, for the files `Winners(groups, saved)` maps: the saved ones with
         those elected since merged in block by block (`merged_runs`), nothing folded in
         memory; the URLs written in group order (each group's row its own place)."""
-        changed = sorted_distinct(np.fromiter(self._over, np.int64, len(self._over)))
-        live = [g for g in changed.tolist() if self._over[g] is not None]
-        new_urls = pa.array([self._over[g] for g in live], pa.large_string())
+        over = sorted_distinct(np.fromiter(self._over, np.int64, len(self._over)))
+        changed = sorted_distinct(np.concatenate([over, self._level_gid]))
+        # The winners elected since: the overlay's, and the level's that it does not hide.
+        live = [g for g in over.tolist() if self._over[g] is not None]
+        in_level = self._level_url.is_valid().to_numpy(zero_copy_only=False)
+        if over.size:
+            in_level &= ~found_in_sorted(over, self._level_gid)[1]
+        gids = np.concatenate([np.array(live, np.int64), self._level_gid[in_level]])
+        order = np.argsort(gids, kind="stable")
+        new_urls = pa.concat_arrays(
+            [
+                pa.array([self._over[g] for g in live], pa.large_string()),
+                self._level_url.filter(pa.array(in_level)),
+            ]
+        ).take(pa.array(order))
         # A new winner's row: -1 - its place among `new_urls` (a saved one's is >= 0).
-        new = [np.array(live, np.int64), -1 - np.arange(len(live), dtype=np.int64)]
+        new = [gids[order], -1 - np.arange(gids.size, dtype=np.int64)]
         base = [self._gid, self._row]
-        count = int(self._gid.size) - dropped_count(self._gid, changed) + len(live)
+        count = int(self._gid.size) - dropped_count(self._gid, changed) + int(gids.size)
 
         def gids() -> Iterator[tuple[np.ndarray, np.ndarray]]:
             at = 0
@@ -376,6 +427,11 @@ class Winners:
         if gid in self._over:
             got = self._over[gid]
             return default if got is None else got
+        if self._level_gid.size:
+            i = int(np.searchsorted(self._level_gid, gid))
+            if i < self._level_gid.size and int(self._level_gid[i]) == gid:
+                got = self._level_url[i].as_py()
+                return default if got is None else got
         row = self._rows.get(gid)
         if row is None:
             lo, hi = run_in_sorted(self._gid, gid)
@@ -409,11 +465,18 @@ class Winners:
         """Between batches: fold the winners elected since into the arrays once they are
         many (`_fold_due`): the URLs kept filtered in their order, the new ones after
         them, one sort of the group ids."""
-        if _fold_due(len(self._over), self._gid.size):
+        if _fold_due(len(self._over) + self._level_gid.size, self._gid.size):
             self.fold()
 
     def fold(self) -> None:
         """The winners elected since put into the arrays now (`fold_if_due`)."""
+        # The level an opening took in goes through the overlay (a fold is rare: a copy
+        # that follows a writer's batches folds; the writer merges at its save instead).
+        urls = self._level_url.to_pylist()
+        for gid, url in zip(self._level_gid.tolist(), urls, strict=True):
+            self._over.setdefault(gid, url)
+        self._level_gid = np.empty(0, np.int64)
+        self._level_url = pa.nulls(0, pa.large_string())
         if not self._over:
             return
         changed = np.fromiter(self._over, np.int64, len(self._over))

@@ -67,17 +67,21 @@ def page_arrays(
             source_rows,
             changed,
         )
-    # The page keys: the sorted ones with those of the slots added since merged in block
-    # by block (`merged_runs`), not sorted whole; the URLs: the folded ones and the new.
+    # The page keys: the sorted ones with those of the slots added since (the level an
+    # opening took in, and those added after it) merged in block by block (`merged_runs`),
+    # not sorted whole; the URLs: the folded ones and the new.
     folded = urls.folded
     added = np.arange(folded, n, dtype=np.int64)
-    order = np.argsort(table.key[added], kind="stable")
+    keys = np.concatenate([urls.level_keys, np.asarray(table.key[added], np.int64)])
+    slots = np.concatenate([urls.level_slots, added])
+    order = np.argsort(keys, kind="stable")
     specs = {"page_skeys": np.int64, "page_sslots": np.int64}
-    new = [np.asarray(table.key[added[order]], np.int64), added[order]]
-    yield merged_rows(specs, [urls.skeys, urls.sslots], new)
+    yield merged_rows(specs, [urls.skeys, urls.sslots], [keys[order], slots[order]])
     base = urls.base if urls.row is None else urls.base_array(np.arange(folded))
     chunks = base.chunks if isinstance(base, pa.ChunkedArray) else [base]
-    yield string_blocks("page_url", pa.chunked_array([*chunks, pa.array(urls.new, base.type)]))
+    level = urls.level_urls.cast(base.type) if urls.row is None else pa.array([], base.type)
+    added_urls = pa.array(urls.new, base.type)
+    yield string_blocks("page_url", pa.chunked_array([*chunks, level, added_urls]))
     targets = sorted(table.redirect.items())
     slots = np.array([s for s, _ in targets], np.int64)
     yield RowBlocks({"page_redirect_slots": ((slots.size,), np.int64)}, [(slots,)])
