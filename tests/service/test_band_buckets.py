@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from neardup.index.files import band_save
 from neardup.index.files.saves import read_arrays, write_arrays
-from neardup.index.state.band_buckets import BandBuckets
+from neardup.index.state.band_buckets import BandBuckets, NodeKeys
 from neardup.index.state.found import Found
 from neardup.store.file_vectors import whole
 
@@ -211,3 +211,37 @@ def test_the_keys_by_node_read_from_a_changes_file_are_its_rows(nodes, data):
     assert np.array_equal(run._keys_at(at), keys[at].reshape(at.size, TABLES))
     for i in at.tolist():
         assert np.array_equal(run.get(2 * i), keys[i])
+
+
+@settings(deadline=None, max_examples=80)
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 900)), min_size=1, max_size=12),
+    st.integers(0, 2**31),
+)
+def test_the_delta_nodes_keys_answer_as_a_dict(steps, seed):
+    """`NodeKeys` (a matrix of key rows and a dict slot -> row) against a dict of rows:
+    nodes put in batches (some again, with new keys), nodes popped, the matrix grown and
+    compacted past its first size; `live` with `rows_at` lists each node once with its keys."""
+    rng = np.random.default_rng(seed)
+    got, want = NodeKeys(3), {}
+    for put, count in steps:
+        slots = rng.choice(3000, count, replace=False).tolist()
+        if put:
+            keys = rng.integers(-(2**62), 2**62, (len(slots), 3), dtype=np.int64)
+            got.put(slots, keys)
+            want.update({s: k.copy() for s, k in zip(slots, keys, strict=True)})
+        else:
+            for s in slots:
+                a, b = got.pop(s), want.pop(s, None)
+                assert (a is None and b is None) or a.tolist() == b.tolist()
+        assert len(got) == len(want)
+        for s in slots[:50]:
+            assert (s in got) == (s in want)
+            a = got.get(s)
+            assert (a is None) == (s not in want) and (a is None or a.tolist() == want[s].tolist())
+    nodes, rows = got.live()
+    assert sorted(nodes.tolist()) == sorted(want) and len(set(nodes.tolist())) == nodes.size
+    keys = got.rows_at(rows)
+    assert {s: k.tolist() for s, k in zip(nodes.tolist(), keys, strict=True)} == {
+        s: k.tolist() for s, k in want.items()
+    }

@@ -57,7 +57,7 @@ class BandBuckets:
         self.base_dead = np.zeros(max(cap, 1024), bool)
         self.delta_keys = [_EMPTY_KEYS] * tables
         self.delta_slots = [_EMPTY_IDS] * tables
-        self.new_keys: dict[int, np.ndarray] = {}  # keys of the nodes in the delta
+        self.new_keys = NodeKeys(tables)  # keys of the nodes in the delta
         # The delta an opening took in from the changes since the save (`take_changes`), a
         # level of its own between the base and the delta, read where its files lie: put
         # into the delta, it was copied whole by every batch that added a node (`add`),
@@ -233,7 +233,7 @@ class BandBuckets:
         self.taken = TakenRun(self.tables, keys, slots, nodes, node_keys)
         self.delta_keys = [_EMPTY_KEYS] * self.tables
         self.delta_slots = [_EMPTY_IDS] * self.tables
-        self.new_keys = {}
+        self.new_keys = NodeKeys(self.tables)
         stash = np.array(changes["stash_keys"], np.int64)
         self.stashed = dict(zip(np.asarray(changes["stash_slots"]).tolist(), stash, strict=True))
         dead = np.asarray(changes["dead"]).tolist()
@@ -245,8 +245,7 @@ class BandBuckets:
         if not slots:
             return
         ids = np.asarray(slots, np.int32)
-        for s, k in zip(slots, keys, strict=True):
-            self.new_keys[s] = k
+        self.new_keys.put(slots, keys)
         for t in range(self.tables):
             k = np.concatenate([self.delta_keys[t], keys[:, t].astype(np.int64)])
             i = np.concatenate([self.delta_slots[t], ids])
@@ -396,14 +395,13 @@ class TakenRun:
             return keys[here], slots[here]
         return keys, slots
 
-    def joined(self, added: dict[int, np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def joined(self, added: NodeKeys) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """These nodes that have not left and the `added` ones, ascending, with their keys:
         (nodes, (nodes, tables) keys), a block of nodes at a time."""
         nodes = whole(self.nodes)
         rows = np.flatnonzero(~self.left[nodes]) if self.live < nodes.size else None
         live = nodes if rows is None else nodes[rows]
-        new = np.fromiter(added, np.int64, len(added))
-        new_keys = np.stack(list(added.values())) if added else np.zeros((0, self.tables))
+        new, new_rows = added.live()
         nodes = np.concatenate([live, new])
         order = np.argsort(nodes, kind="stable")
         for lo in range(0, order.size, _NODE_BLOCK):
@@ -412,5 +410,65 @@ class TakenRun:
             run = pick < live.size
             at = pick[run] if rows is None else rows[pick[run]]
             keys[run] = self._keys_at(at)
-            keys[~run] = new_keys[pick[~run] - live.size]
+            keys[~run] = added.rows_at(new_rows[pick[~run] - live.size])
             yield nodes[pick], keys
+
+
+class NodeKeys:
+    """slot -> its row of band keys, for the nodes of the delta in memory (`BandBuckets.add`):
+    the rows in one matrix, grown by half, and a dict slot -> row. A dict of one small array
+    a node cost about 400 bytes a node (the array's own header, its data, the entry), a
+    tenth of a million-page increment's peak at ten million pages, and its close stacked
+    them all again to write them."""
+
+    _FIRST = 1024  # rows of the first matrix
+
+    def __init__(self, tables: int) -> None:
+        self.tables = tables
+        self._rows = np.zeros((0, tables), np.int64)
+        self._used = 0  # rows written (those of nodes that left included)
+        self._row: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def __contains__(self, slot: object) -> bool:
+        return slot in self._row
+
+    def get(self, slot: int) -> np.ndarray | None:
+        """The node's keys (a copy), None when it is not one of these."""
+        row = self._row.get(slot)
+        return None if row is None else self._rows[row].copy()
+
+    def pop(self, slot: int, default: np.ndarray | None = None) -> np.ndarray | None:
+        """The node out; its keys, or `default` when it was not one of these."""
+        row = self._row.pop(slot, None)
+        return default if row is None else self._rows[row].copy()
+
+    def put(self, slots: list[int], keys: np.ndarray) -> None:
+        """Nodes `slots` with their keys (a row each; a node put again takes its new row)."""
+        need = self._used + len(slots)
+        if need > self._rows.shape[0]:
+            self._room(need)
+            need = self._used + len(slots)
+        self._rows[self._used : need] = keys
+        self._row.update(zip(slots, range(self._used, need), strict=True))
+        self._used = need
+
+    def _room(self, need: int) -> None:
+        """A larger matrix holding the live rows only (those of nodes that left dropped)."""
+        slots, rows = self.live()
+        size = max(need, self._rows.shape[0] * 3 // 2, self._FIRST)
+        grown = np.zeros((size, self.tables), np.int64)
+        grown[: rows.size] = self._rows[rows]
+        self._rows, self._used = grown, int(rows.size)
+        self._row = dict(zip(slots.tolist(), range(rows.size), strict=True))
+
+    def live(self) -> tuple[np.ndarray, np.ndarray]:
+        """The nodes (in the order they were put) and the row of each."""
+        n = len(self._row)
+        return np.fromiter(self._row, np.int64, n), np.fromiter(self._row.values(), np.int64, n)
+
+    def rows_at(self, rows: np.ndarray) -> np.ndarray:
+        """The keys of rows `rows` (from `live`), (rows, tables)."""
+        return self._rows[rows]
