@@ -35,26 +35,37 @@ def test_group_members_equal_a_dict_of_sets(opened, seq):
             want.setdefault(gid, set()).add(url)
     got = GroupMembers(pages)
     for op, gid, urls in seq:
-        if op == "add" and urls:
-            got.add(gid, urls[0])
-            want.setdefault(gid, set()).add(urls[0])
-        elif op == "discard" and urls:
-            got.discard(gid, urls[0])
-            want.get(gid, set()).discard(urls[0])
-        elif op == "set":
-            got[gid] = urls
-            want[gid] = set(urls)
-        elif op == "pop":
-            assert set(got.pop(gid, ()) or ()) == want.pop(gid, set())
-        live = {g: m for g, m in want.items() if m}
-        assert {g: set(m) for g, m in got.items()} == live
-        assert len(got) == len(live)
-        assert got.count(2) == sum(1 for m in live.values() if len(m) >= 2)
-        for g in range(6):
-            assert (g in got) == (g in live)
-            assert set(got.members(g)) == live.get(g, set())
-            assert got.size(g) == len(live.get(g, ()))
-            assert (got.get(g) is None) == (g not in live)
+        _apply_op(got, want, op, gid, urls)
+        _assert_groups(got, want, range(6))
+
+
+def _apply_op(got: GroupMembers, want: dict[int, set[str]], op: str, gid: int, urls: list) -> None:
+    """One change of `ops` made to the groups and to the dict of sets beside them."""
+    if op == "add" and urls:
+        got.add(gid, urls[0])
+        want.setdefault(gid, set()).add(urls[0])
+    elif op == "discard" and urls:
+        got.discard(gid, urls[0])
+        want.get(gid, set()).discard(urls[0])
+    elif op == "set":
+        got[gid] = urls
+        want[gid] = set(urls)
+    elif op == "pop":
+        assert set(got.pop(gid, ()) or ()) == want.pop(gid, set())
+
+
+def _assert_groups(got: GroupMembers, want: dict[int, set[str]], gids: range) -> None:
+    """The groups answer as the dict of sets does (its empty sets are no group)."""
+    live = {g: m for g, m in want.items() if m}
+    assert {g: set(m) for g, m in got.items()} == live
+    assert sorted(got.keys()) == sorted(live)
+    assert len(got) == len(live)
+    assert got.count(2) == sum(1 for m in live.values() if len(m) >= 2)
+    for g in gids:
+        assert (g in got) == (g in live)
+        assert set(got.members(g)) == live.get(g, set())
+        assert got.size(g) == len(live.get(g, ()))
+        assert (got.get(g) is None) == (g not in live)
 
 
 def _group_rows(winners: dict[int, str]) -> pa.Table:
@@ -273,24 +284,7 @@ def test_groups_changed_since_the_save_as_a_level_then_by_batches_equal_a_dict_o
         if g >= 0:
             want.setdefault(g, set()).add(URLS[s])
     for i, (op, gid, urls) in enumerate([("none", 0, []), *seq]):
-        if op == "add" and urls:
-            got.add(gid, urls[0])
-            want.setdefault(gid, set()).add(urls[0])
-        elif op == "discard" and urls:
-            got.discard(gid, urls[0])
-            want.get(gid, set()).discard(urls[0])
-        elif op == "set":
-            got[gid] = urls
-            want[gid] = set(urls)
-        elif op == "pop":
-            assert set(got.pop(gid, ()) or ()) == want.pop(gid, set())
+        _apply_op(got, want, op, gid, urls)
         if i % 4 == 3:
             got.freeze()
-        live = {g: m for g, m in want.items() if m}
-        assert {g: set(m) for g, m in got.items()} == live
-        assert sorted(got.keys()) == sorted(live)
-        assert len(got) == len(live)
-        assert got.count(2) == sum(1 for m in live.values() if len(m) >= 2)
-        for g in range(7):
-            assert set(got.members(g)) == live.get(g, set())
-            assert got.size(g) == len(live.get(g, ()))
+        _assert_groups(got, want, range(7))

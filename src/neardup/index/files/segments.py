@@ -24,6 +24,7 @@ from neardup.index.state.arrays import (
     rows_read,
 )
 from neardup.index.state.updates import ServiceError
+from neardup.kernels.sorting import last_of
 
 if sys.platform != "win32":
     pass
@@ -184,7 +185,7 @@ def _newest_group_positions(ids: np.ndarray, alive: np.ndarray, drop_deleted: bo
     """The rows (ascending) of the last row of each group id of `ids` (rows in segment
     order), those whose group has no winner (`alive` false: deleted) out when
     `drop_deleted`."""
-    rows = np.sort(_last_of(ids))
+    rows = np.sort(last_of(ids))
     return rows[alive[rows]] if drop_deleted else rows
 
 
@@ -233,17 +234,7 @@ def _newest_pages(pages: pa.Table) -> np.ndarray:
     if slots.null_count or not pages.num_rows:
         at = pa.array(np.arange(pages.num_rows, dtype=np.int64))
         return _newest(pages.append_column("_row", at), "url")
-    return _last_of(slots.to_numpy())
-
-
-def _last_of(ids: np.ndarray) -> np.ndarray:
-    """The position of the last occurrence of each id in `ids`, in the ids' order (one
-    stable sort of integers; Arrow's hash aggregation took twice as long)."""
-    order = np.argsort(ids, kind="stable")  # one id's rows stay in segment order
-    ordered = ids[order]
-    last = np.ones(ordered.size, bool)
-    last[:-1] = ordered[1:] != ordered[:-1]
-    return order[last]
+    return last_of(slots.to_numpy())
 
 
 def _newest(table: pa.Table, key: str) -> np.ndarray:

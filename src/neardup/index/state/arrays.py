@@ -169,6 +169,16 @@ def _string_span(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, raw[int(offsets[0]) : int(offsets[-1])]
 
 
+def in_mask_order(inside: np.ndarray, first: pa.Array, second: pa.Array) -> pa.Array:
+    """Two arrays of strings put back in one order, as large strings: where `inside` is
+    true the next of `first`, elsewhere the next of `second`."""
+    both = pa.concat_arrays([first.cast(pa.large_string()), second.cast(pa.large_string())])
+    place = np.empty(inside.size, np.int64)  # each value's place in `both`
+    place[inside] = np.arange(len(first))
+    place[~inside] = np.arange(len(first), inside.size)
+    return both.take(pa.array(place))
+
+
 def mapped_strings(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
     """The strings `string_blocks` wrote, over the arrays as given (maps: not read)."""
     return pa.Array.from_buffers(

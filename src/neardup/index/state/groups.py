@@ -20,7 +20,12 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from neardup.index.state.arrays import RowBlocks, mapped_strings, strings_in_blocks
+from neardup.index.state.arrays import (
+    RowBlocks,
+    in_mask_order,
+    mapped_strings,
+    strings_in_blocks,
+)
 from neardup.index.state.merged_runs import (
     BLOCK,
     dropped_count,
@@ -31,7 +36,13 @@ from neardup.index.state.overlay import FOLD_SHARE, FoldRule, Overlay
 from neardup.index.state.page_rows import one_array
 from neardup.index.state.pages import PageTable
 from neardup.index.state.taken_entries import TakenEntries
-from neardup.kernels.sorting import found_in_sorted, run_in_sorted, runs_in_sorted, sorted_distinct
+from neardup.kernels.sorting import (
+    found_in_sorted,
+    last_of,
+    run_in_sorted,
+    runs_in_sorted,
+    sorted_distinct,
+)
 from neardup.store.file_vectors import in_blocks, whole
 
 FOLD_AT_LEAST = 65_536  # an overlay of more groups than this is folded (small ones never)
@@ -361,10 +372,7 @@ class Winners:
             self._url = mapped_strings(saved["winner_url_offsets"], saved["winner_url_bytes"])
             self.read_maps = (saved["winner_url_offsets"], saved["winner_url_bytes"])
             gid = groups.column("group_id").to_numpy().astype(np.int64, copy=False)
-            order = np.argsort(gid, kind="stable")
-            last = np.ones(gid.size, bool)  # a group's last row holds (as a dict's would)
-            last[:-1] = gid[order][1:] != gid[order][:-1]
-            keep = order[last]
+            keep = last_of(gid)  # a group's last row holds (as a dict's would)
             self._level_gid = gid[keep]
             urls = groups.column("winner_url").take(pa.array(keep))
             self._level_url = one_array(urls).cast(pa.large_string())
@@ -408,16 +416,8 @@ class Winners:
         def urls() -> Iterator[pa.Array]:
             for _, rows in merged_blocks(base, new, changed):
                 saved = rows >= 0
-                got = pa.concat_arrays(
-                    [
-                        self._url.take(pa.array(rows[saved])).cast(pa.large_string()),
-                        new_urls.take(pa.array(-1 - rows[~saved])),
-                    ]
-                )
-                place = np.empty(rows.size, np.int64)  # each row's place in `got`
-                place[saved] = np.arange(int(saved.sum()))
-                place[~saved] = np.arange(int(saved.sum()), rows.size)
-                yield got.take(pa.array(place))
+                got = self._url.take(pa.array(rows[saved]))
+                yield in_mask_order(saved, got, new_urls.take(pa.array(-1 - rows[~saved])))
 
         shapes = {"winner_gid": ((count,), np.int64), "winner_row": ((count,), np.int64)}
         yield RowBlocks(shapes, gids())

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from neardup.index.state.arrays import in_mask_order
 from neardup.index.state.found import Found, hits
 from neardup.kernels.lsh import key_hits
 from neardup.kernels.sorting import sorted_distinct
@@ -131,12 +132,7 @@ class PageUrls:
         got = got.combine_chunks() if isinstance(got, pa.ChunkedArray) else got
         if inside.all():
             return got
-        level = self.level_urls.take(pa.array(slots[~inside] - nb))
-        both = pa.concat_arrays([got.cast(pa.large_string()), level.cast(pa.large_string())])
-        place = np.empty(slots.size, np.int64)  # each slot's place in `both`
-        place[inside] = np.arange(len(got))
-        place[~inside] = np.arange(len(got), slots.size)
-        return both.take(pa.array(place))
+        return in_mask_order(inside, got, self.level_urls.take(pa.array(slots[~inside] - nb)))
 
     def _rows_of(self, slots: np.ndarray) -> np.ndarray:
         """The rows of `base` that hold the URLs of `slots` (all below its length)."""
