@@ -5,10 +5,12 @@ For each index given: a hard-linked copy of it (saved files are never changed in
 the manifest is replaced by a rename), a writer opened on the copy, the pages of
 `--increment` (JSONL, url and text) applied as one batch, then the save itself timed
 (`ServiceIndex._save_graph_now`, with `os.sync` before and after, so the writing to disk
-is in it): wall, user and system seconds of the saving process, the CPU seconds of the
-whole machine (`/proc/stat`: with `--engine spark`, the executors' too), the seconds of the
-band index's tables (`band_s`), and the load average before. With `--engine spark` the
-band index is written by Spark's executors (`--master`, default local[2]; the session is
+is in it): wall, user and system seconds of the saving process, the bytes it wrote itself
+(`/proc/self/io` write_bytes), the bytes of the new save's files that are not files of the
+save before (`new_mb`: linked files are not written), its peak resident memory, the CPU
+seconds of the whole machine (`/proc/stat`: with `--engine spark`, the executors' too), the
+seconds of the band index's tables (`band_s`), and the load average before. With `--engine
+spark` the band index is written by Spark's executors (`--master`, default local[2]; the session is
 started and its Python workers import what an add's executors import before the timing),
 as a Spark add's saves are. With `--src`, another checkout's
 `src` folder runs instead (the code before).
@@ -40,16 +42,13 @@ with open(increment, encoding="utf-8") as fh:
 band = [0.0]
 from neardup.index.files.band_save import fill_tables
 write_tables = fill_tables  # this process's, unless Spark's below
-try:  # (a checkout before the tables were written in place has no band_save)
-    from neardup.index.state import band_buckets
-    real = band_buckets.filled
-    def timed(*args):
-        t = time.perf_counter()
-        real(*args)
-        band[0] += time.perf_counter() - t
-    band_buckets.filled = timed
-except AttributeError:
-    pass
+from neardup.index.files import band_save
+real = band_save.filled
+def timed(*args):
+    t = time.perf_counter()
+    real(*args)
+    band[0] += time.perf_counter() - t
+band_save.filled = timed
 if master != "-":
     from neardup.index.engines import spark_jobs as spark_feed
     # The session started before the timing, and its Python workers warm, as an add's are
@@ -65,15 +64,23 @@ def machine_cpu():
     with open("/proc/stat") as fh:
         f = [int(x) for x in fh.readline().split()[1:]]
     return (f[0] + f[1] + f[2] + f[5] + f[6]) / os.sysconf("SC_CLK_TCK")
+def written():
+    with open("/proc/self/io") as fh:
+        return int(next(x for x in fh if x.startswith("write_bytes:")).split()[1])
 os.sync()
 load = os.getloadavg()[0]
 t0, r0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), machine_cpu()
+w0 = written()
 ix._save_graph_now(write_tables)
 os.sync()
 t1, r1, c1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF), machine_cpu()
+w1 = written()
 pages = ix.pages.n
+graph = ix.graph_meta["name"]
 ix.close()
-print(json.dumps({"pages": pages, "save_s": round(t1 - t0, 2),
+print(json.dumps({"pages": pages, "save_s": round(t1 - t0, 2), "graph": graph,
+                  "written_mb": round((w1 - w0) / 2**20),
+                  "peak_mib": r1.ru_maxrss >> 10,
                   "user_s": round(r1.ru_utime - r0.ru_utime, 2),
                   "system_s": round(r1.ru_stime - r0.ru_stime, 2),
                   "machine_cpu_s": round(c1 - c0, 2), "band_s": round(band[0], 2),
@@ -91,6 +98,13 @@ def copy_of(store: Path, work: Path) -> Path:
     manifest.unlink()
     manifest.write_bytes(data)
     return work
+
+
+def new_bytes(store: Path, graph: Path) -> int:
+    """The bytes of the files of the save `graph` that are no file of `store` (the index
+    it was copied from by links): what the save wrote, not what it linked."""
+    old = {p.stat().st_ino for p in store.rglob("*") if p.is_file()}
+    return sum(p.stat().st_size for p in graph.iterdir() if p.stat().st_ino not in old)
 
 
 def main() -> None:
@@ -120,6 +134,7 @@ def main() -> None:
                 check=True,
             )
             got = json.loads(done.stdout.strip().splitlines()[-1])
+            got["new_mb"] = round(new_bytes(store, work / got["graph"]) / 2**20)
             print(json.dumps({"index": str(store), **got}), flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -6,6 +6,7 @@ against a stable sort of both levels)."""
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from neardup.index.files import band_save
 from neardup.index.files.saves import read_arrays, write_arrays
+from neardup.index.opening import read_graph
 from neardup.index.state.band_buckets import BandBuckets, NodeKeys
 from neardup.index.state.found import Found
 from neardup.store.file_vectors import whole
@@ -41,7 +43,7 @@ def folded(bb: BandBuckets, cap: int) -> BandBuckets:
     mapped; checked against both levels sorted together (old entries first at equal keys)."""
     before: Path | None = getattr(bb, "saved_in", None)
     name = f"g{next(_NAMES)}"
-    write_arrays(_SAVES, name, [bb.saved(before, band_save.band_writer())])
+    write_arrays(_SAVES, name, [bb.folded(before, band_save.band_writer())])
     got = read_arrays(_SAVES, name, band_save.BAND_FILES)
     keys, slots = got["band_keys"], got["band_slots"]
     assert keys.shape == slots.shape == (TABLES, bb.entries())
@@ -49,14 +51,33 @@ def folded(bb: BandBuckets, cap: int) -> BandBuckets:
     for t in range(TABLES):
         bk, bs = whole(bb.base_keys[t]), whole(bb.base_slots[t])
         live = ~bb.base_dead[bs]
-        k = np.concatenate([bk[live], bb.delta_keys[t]])
+        dk, ds = bb._delta(t)  # the delta, with the changes a save kept (`saved_again`)
+        k = np.concatenate([bk[live], dk])
         order = np.argsort(k, kind="stable")
         assert whole(keys[t]).tolist() == k[order].tolist()
-        assert (
-            whole(slots[t]).tolist()
-            == np.concatenate([bs[live], bb.delta_slots[t]])[order].tolist()
-        )
+        assert whole(slots[t]).tolist() == np.concatenate([bs[live], ds])[order].tolist()
     out = BandBuckets(TABLES, keys, slots, cap)
+    out.saved_in = _SAVES / name  # type: ignore[attr-defined]
+    return out
+
+
+def saved_again(bb: BandBuckets, cap: int) -> BandBuckets:
+    """The index saved as a save saves it (`saved`: the base's files kept and the changes
+    written beside them while those are few, else folded) and opened again as an opening
+    reads it (`read_graph`, then `take_changes` of the changes kept)."""
+    before: Path | None = getattr(bb, "saved_in", None)
+    name = f"g{next(_NAMES)}"
+    kept = bb.keeps_base(before)
+    write_arrays(_SAVES, name, bb.saved(before, band_save.band_writer()))
+    got = read_graph(_SAVES, name, band_save.BAND_FILES)
+    assert (got["band_run"] is not None) == kept
+    if kept:  # the same files, not a copy
+        assert before is not None
+        for file in ("band_keys.npy", "band_slots.npy"):
+            assert os.path.samefile(before / file, _SAVES / name / file)
+    out = BandBuckets(TABLES, got["band_keys"], got["band_slots"], cap)
+    if kept:
+        out.take_changes(got["band_run"])
     out.saved_in = _SAVES / name  # type: ignore[attr-defined]
     return out
 
@@ -97,7 +118,7 @@ def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
             st.booleans(),
             st.integers(0, 40),
             st.lists(st.integers(0, 6), min_size=3, max_size=3),
-            st.booleans(),
+            st.sampled_from(["", "fold", "save"]),
         ),
         min_size=1,
         max_size=120,
@@ -106,7 +127,7 @@ def check(bb: BandBuckets, ref: dict[int, np.ndarray]) -> None:
 def test_members_equal_a_dict_of_sets(block, ops):
     """Adds (with few distinct keys, so buckets fill), leaves and re-entries of one slot with
     other keys, in any order, with folds into a new base between them (the old rows read a
-    block of `block` entries at a time)."""
+    block of `block` entries at a time) or saves (the base kept while the changes are few)."""
     with mock.patch.object(band_save, "_BLOCK", block):
         _members_equal_a_dict_of_sets(ops)
 
@@ -114,7 +135,7 @@ def test_members_equal_a_dict_of_sets(block, ops):
 def _members_equal_a_dict_of_sets(ops):
     bb = BandBuckets(TABLES)
     ref: dict[int, np.ndarray] = {}
-    for add, slot, keys, fold in ops:
+    for add, slot, keys, save in ops:
         if slot in ref:
             bb.remove([slot])
             del ref[slot]
@@ -122,10 +143,11 @@ def _members_equal_a_dict_of_sets(ops):
             ks = np.array([keys], dtype=np.int64)
             bb.add([slot], ks)
             ref[slot] = ks[0]
-        if fold:
-            bb = folded(bb, 41)
+        if save:
+            bb = folded(bb, 41) if save == "fold" else saved_again(bb, 41)
     check(bb, ref)
     check(folded(bb, 41), ref)
+    check(saved_again(bb, 41), ref)
 
 
 def test_large_batches_with_leaves_and_folds():
@@ -149,6 +171,43 @@ def test_large_batches_with_leaves_and_folds():
     wanted = [np.unique([ref[slots[i]][t] for i in sample]) for t in range(TABLES)]
     got = {b: set(m) for b, m in bb.members(wanted, 1).items()}
     assert got == reference_members(ref, wanted, 1)
+
+
+def test_saves_keep_the_base_while_the_changes_are_few_then_fold():
+    """A base of 6,000 nodes, then batches that add nodes, take base nodes and nodes of the
+    kept changes out and put some back with other keys, each saved and opened again: the
+    first saves keep the base's files and write the changes beside them (so those grow
+    from save to save), until they pass half the base and a save folds them in. Every
+    bucket and every node's keys equal a plain dict's after each opening."""
+    rng = np.random.default_rng(3)
+    bb = BandBuckets(TABLES)
+    slots = list(range(6000))
+    keys = rng.integers(0, 9000, size=(len(slots), TABLES), dtype=np.int64)
+    bb.add(slots, keys)
+    ref = dict(zip(slots, keys, strict=True))
+    bb = folded(bb, 6000)
+    kinds, nxt = [], 6000
+    for _ in range(8):
+        new = list(range(nxt, nxt + 500))
+        nxt += 500
+        gone = rng.choice(list(ref), 400, replace=False).tolist()
+        back = gone[:100]  # out, then in again with other keys
+        bb.remove(gone)
+        for s in gone:
+            del ref[s]
+        add = new + back
+        ks = rng.integers(0, 9000, size=(len(add), TABLES), dtype=np.int64)
+        bb.add(add, ks)
+        ref.update(zip(add, ks, strict=True))
+        kinds.append(bb.keeps_base(bb.saved_in))  # type: ignore[attr-defined]
+        bb = saved_again(bb, nxt)
+        wanted = [np.unique(np.stack(list(ref.values()))[:, t]) for t in range(TABLES)]
+        got = {b: set(m) for b, m in bb.members(wanted, 1).items()}
+        assert got == reference_members(ref, wanted, 1)
+        for s in rng.choice(list(ref), 300, replace=False).tolist():
+            assert keys_of(bb, s) == ref[s].tolist()
+    assert kinds[:2] == [True, True] and False in kinds  # kept, then folded
+    assert kinds[kinds.index(False) + 1] is True  # kept again over the new base
 
 
 def test_churn_of_the_same_slots_stays_exact():
@@ -182,10 +241,10 @@ def test_a_table_writer_refuses_a_save_that_does_not_match(tmp_path):
     first.add([2], np.array([[7, 8, 9]], np.int64))
     other = folded(BandBuckets(TABLES), 4)  # a save of no entries
     with pytest.raises(ValueError, match="entries a table, not 2"):
-        write_arrays(tmp_path, "g", [first.saved(other.saved_in, band_save.band_writer())])
+        write_arrays(tmp_path, "g", [first.folded(other.saved_in, band_save.band_writer())])
     assert not (tmp_path / "g").exists()
     right = folded(first, 4)
-    write_arrays(tmp_path, "m", [first.saved(None, band_save.band_writer())])
+    write_arrays(tmp_path, "m", [first.folded(None, band_save.band_writer())])
     got = read_arrays(tmp_path, "m", band_save.BAND_FILES)
     assert whole(got["band_keys"]).tolist() == whole(right.base_keys).tolist()
     assert whole(got["band_slots"]).tolist() == whole(right.base_slots).tolist()

@@ -16,7 +16,7 @@ from neardup.index.files.graph_changes import (
     take_changes,
 )
 from neardup.index.files.saves import read_arrays, write_arrays
-from neardup.index.opening import changes_arrays
+from neardup.index.opening import changes_arrays, read_graph
 from neardup.index.state.apply_batch import compute_batch
 from neardup.index.state.arrays import RowBlocks
 from neardup.index.state.scangraph import GRAPH_ARRAYS, SLOT_COLUMNS, ScanGraph
@@ -70,7 +70,7 @@ def test_changes_put_into_the_save_give_the_graph_the_batches_built(saved_then_c
     assert listed.size == np.unique(listed).size
     if not by_node:
         changes.update(node_slots=None, node_keys=None)
-    arrays = read_arrays(ix.store, name, GRAPH_ARRAYS, writable=True)
+    arrays = read_graph(ix.store, name, GRAPH_ARRAYS)
     slot_changes_into(arrays, changes)
     graph = ScanGraph(ix.settings, ix.pages, arrays)
     take_changes(graph, changes)
@@ -97,7 +97,7 @@ def test_changes_put_into_the_save_give_the_graph_the_batches_built(saved_then_c
     for k in ("delta_keys", "delta_slots", "node_slots", "node_keys", "stash_slots", "dead"):
         assert np.array_equal(_as_arrays(built.changes())[k], _as_arrays(taken.changes())[k]), k
     # The save alone is not the graph the batches built.
-    bare = ScanGraph(ix.settings, ix.pages, read_arrays(ix.store, name, GRAPH_ARRAYS, True))
+    bare = ScanGraph(ix.settings, ix.pages, read_graph(ix.store, name, GRAPH_ARRAYS))
     assert bare.view() != ix.scan_graph.view()
 
 

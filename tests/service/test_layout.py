@@ -584,7 +584,7 @@ def test_a_save_takes_in_the_segments_a_merge_under_way_read(tmp_path, monkeypat
 
 
 def test_the_format_an_index_was_written_in(tmp_path):
-    """An index of format 2 (every row in a segment) opens and is written on as format 3
+    """An index of format 2 (every row in a segment) opens and is written on as format 4
     (a save took its segments in); a format this neardup does not know is refused with one
     line, before anything is read or written."""
     store = tmp_path / "s"
@@ -593,16 +593,16 @@ def test_the_format_an_index_was_written_in(tmp_path):
         ix.apply([PageUpdate(f"http://x/{j}", text=t) for j, t in enumerate(texts)])
         want = _everything(ix)
     raw = (store / MANIFEST).read_text()
-    assert '"format": 3' in raw
-    (store / MANIFEST).write_text(raw.replace('"format": 3', '"format": 2'))
+    assert '"format": 4' in raw
+    (store / MANIFEST).write_text(raw.replace('"format": 4', '"format": 2'))
     with ServiceIndex(store, read_only=True) as ix:
         assert _everything(ix) == want
     with ServiceIndex(store) as ix:
         ix.apply([PageUpdate("http://x/new", text=texts[0])])
-    assert '"format": 3' in (store / MANIFEST).read_text()
-    newer = (store / MANIFEST).read_text().replace('"format": 3', '"format": 4')
+    assert '"format": 4' in (store / MANIFEST).read_text()
+    newer = (store / MANIFEST).read_text().replace('"format": 4', '"format": 5')
     (store / MANIFEST).write_text(newer)
     for read_only in (True, False):
-        with pytest.raises(ServiceError, match=r"format 4.*newer neardup"):
+        with pytest.raises(ServiceError, match=r"format 5.*newer neardup"):
             ServiceIndex(store, read_only=read_only)
     assert (store / MANIFEST).read_text() == newer

@@ -99,6 +99,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
     rng = np.random.default_rng(seed)
     twin_store = tmp_path / "twin"  # the same batches, never saved
     saves = set()
+    kept: dict[str, bool] = {}  # save -> whether it kept the band index's base
     tails: list[int] = []
     took: list[tuple[int, int]] = []  # (rows since the save, rows replayed) of openings
     settings = Settings(max_bucket_pairs=3)
@@ -117,6 +118,10 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
             manifest = read_manifest(store)
             if "graph" in manifest.meta:
                 saves.add(manifest.meta["graph"]["name"])
+                # A save kept the band index's base and wrote its changes beside it, or
+                # folded them in (`BandBuckets.saved`).
+                graph_folder = store / manifest.meta["graph"]["name"]
+                kept[graph_folder.name] = (graph_folder / "delta_keys.npy").exists()
                 # The save holds the rows of the segments before it: none is left.
                 assert all(segment_version(s) > _saved_at(manifest) for s in manifest.segments)
             on_disk = sorted(p.name for p in store.iterdir() if p.name.startswith(SEG_PREFIX))
@@ -141,6 +146,7 @@ def test_an_index_opened_from_its_save_is_the_one_its_batches_built(
         ix.close()
         twin.close()
     assert len(saves) > 3 and any(tails) and not all(tails)  # saves and replays both
+    assert set(kept.values()) == {True, False}, kept  # saves of both kinds
     # Openings that took the graph's changes in replayed fewer rows than were written.
     assert any(replayed < rows for rows, replayed in took) == changes
     parts = sorted((store / manifest.meta["graph"]["name"]).glob("page_sigs.p*.npy"))

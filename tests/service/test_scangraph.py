@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 from neardup.config import Settings
 from neardup.index.files.band_save import band_writer
-from neardup.index.files.saves import read_arrays, write_arrays
+from neardup.index.files.saves import write_arrays
+from neardup.index.opening import read_graph
 from neardup.index.state.pages import PageTable
 from neardup.index.state.scangraph import GRAPH_ARRAYS, ScanGraph
 from neardup.pipeline.steps.near_pairs import url_key
@@ -371,9 +372,10 @@ def test_batches_give_the_graph_and_clusters_built_at_once(first, batches, mbp, 
 @given(doc_of_each_url, st.lists(batch, min_size=2, max_size=4), st.sampled_from([2, 64]))
 def test_a_saved_graph_put_back_is_the_same_graph(tmp_path_factory, first, batches, mbp):
     """The arrays the graph hands the files (`ScanGraph.arrays`), written and mapped back
-    (copy-on-write, as an index opens), make a graph with the same view, which takes the
-    next batches as the graph in memory does; saved again from the mapped one (its band
-    index written from the save before and its changes), and put back, the same again."""
+    (copy-on-write, as an index opens: `read_graph`), make a graph with the same view, which
+    takes the next batches as the graph in memory does; saved again from the mapped one (its
+    band index written from the save before and its changes, or its base kept and the
+    changes written beside it), and put back, the same again."""
     store = tmp_path_factory.mktemp("graph")
     s = _settings(mbp, "core")
     pages = PageTable(NUM_PERM, 1)
@@ -387,7 +389,7 @@ def test_a_saved_graph_put_back_is_the_same_graph(tmp_path_factory, first, batch
     for n, b in enumerate(batches[1:]):
         name = f"graph-{n}"
         write_arrays(store, name, mapped.arrays(band_writer(), room=n * 7, before=before))
-        back = ScanGraph(s, pages, read_arrays(store, name, GRAPH_ARRAYS, writable=True))
+        back = ScanGraph(s, pages, read_graph(store, name, GRAPH_ARRAYS))
         assert back.view() == g.view()
         assert back.edge_count() == g.edge_count()
         assert all_clusters(back) == all_clusters(g)

@@ -175,19 +175,27 @@ def test_a_spark_add_reads_the_saved_index_searched_on_the_executors(
     assert _state(stores["spark"]) == _state(stores["embedded"])
 
 
+@pytest.mark.parametrize("kept", [False, True])
 def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors(
     spark,  # noqa: F811 - the fixture
     demo_crawl,
     tmp_path,
     monkeypatch,
+    kept,
 ):
     """With a save after every batch of a Spark add, each save's band index is written by
     the executors, a task a table, from the save before and the changes since (this
     process's table writer fails if it is called); the index, band keys, graph and pages,
-    is the one the embedded engine saves with its own process's writer."""
+    is the one the embedded engine saves with its own process's writer. With `kept`, the
+    saves keep the band index's base while the changes are few (`BandBuckets.saved`), and
+    the band index as saved is the base with the changes kept beside it."""
     import neardup.index.engines.spark_jobs as spark_feed_module
     import neardup.index.index_saves as index_saves_module
     from neardup.index.files import band_save
+    from neardup.index.state import band_buckets
+
+    if not kept:  # every save folds the changes in: the executors write every table
+        monkeypatch.setattr(band_buckets, "BASE_KEPT_SHARE", 1 << 30)
 
     files = list(demo_crawl.warc_paths)
     stores = {engine: tmp_path / engine for engine in ("embedded", "spark")}
@@ -215,25 +223,28 @@ def test_the_saves_of_a_spark_add_have_their_band_index_written_by_the_executors
         m.setattr(band_save, "write_table", here)
         add_files(stores["spark"], files[1:], batch=50, engine="spark", workers=1)
     assert saves.count(str(stores["spark"])) >= 2  # (its batches are joined otherwise)
-    graphs, bands = [], []
+    graphs, bands, runs = [], [], []
     for store in stores.values():
         with ServiceIndex(store, read_only=True) as ix:
             assert ix.graph_meta is not None and not ix.manifest.segments  # opened from a save
             graphs.append(ix.scan_graph.view())
             b = ix.scan_graph.buckets  # the saved band index, by URL
-            keys, slots = whole(b.base_keys), whole(b.base_slots)  # (read by blocks)
+            keys = whole(b.base_keys)  # (read by blocks)
             assert all((np.diff(keys[t]) >= 0).all() for t in range(b.tables))
+            runs.append(b.taken.live)
+            tables = [b._folded(t) for t in range(b.tables)]  # the base and what it kept
             bands.append(
                 sorted(
                     (t, k, ix.pages.url_at(s))
-                    for t in range(b.tables)
-                    for k, s in zip(keys[t].tolist(), slots[t].tolist(), strict=True)
+                    for t, (tk, ts) in enumerate(tables)
+                    for k, s in zip(tk.tolist(), ts.tolist(), strict=True)
                 )
             )
     assert graphs[0] == graphs[1]
     # Every node under its sketch's keys, once a table (the graph's keys: from the sketches).
     want = sorted((t, k, u) for u, keys in graphs[0][-1].items() for t, k in enumerate(keys))
     assert bands[0] == bands[1] == want and want
+    assert bool(runs[0]) == bool(runs[1]) == kept  # the last save kept the base, or folded
     assert _state(stores["spark"]) == _state(stores["embedded"])
 
 

@@ -24,7 +24,7 @@ from neardup.index.files.manifest_meta import saved_at
 from neardup.index.files.saves import read_arrays, write_arrays
 from neardup.index.files.store import GRAPH_PREFIX, Manifest, commit, empty_segment
 from neardup.index.memory import return_freed
-from neardup.index.opening import saved_tables
+from neardup.index.opening import read_graph, saved_tables
 from neardup.index.state.groups import GROUP_ARRAYS
 from neardup.index.state.index_state import IndexState
 from neardup.index.state.overlay import FoldRule
@@ -147,7 +147,7 @@ def map_graph(
     page it ever changed."""
     pages_saved = "pages" in graph
     names = GRAPH_ARRAYS + (PAGE_ARRAYS + GROUP_ARRAYS if pages_saved else ())
-    arrays = read_arrays(committed.store, str(graph["name"]), names, writable=True)
+    arrays = read_graph(committed.store, str(graph["name"]), names)
     pages, groups, winners = state.pages, state.groups, state.winners
     if pages_saved:
         settings, dims = state.settings, state.options.dims

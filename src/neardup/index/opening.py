@@ -22,6 +22,7 @@ import numpy as np
 from neardup.config import Settings
 from neardup.index.committed import Committed
 from neardup.index.files.graph_changes import (
+    BAND_CHANGE_ARRAYS,
     CHANGE_ARRAYS,
     CHANGE_ARRAYS_SINCE,
     slot_changes_into,
@@ -166,7 +167,7 @@ def read_version(
             return None
         try:
             names = GRAPH_ARRAYS + (PAGE_ARRAYS + GROUP_ARRAYS if saved else ())
-            arrays = read_arrays(store, name, names, writable=True)
+            arrays = read_graph(store, name, names)
             changes = changes_of(manifest) if saved else None
             if changes is None:
                 return arrays, None
@@ -198,11 +199,24 @@ def read_version(
         return got, state, None, None
 
 
-def changes_arrays(store: Path, name: str) -> dict[str, Any]:
-    """A `changes-N/` folder's arrays, mapped, but the band delta's, read by blocks
-    (`read_vectors`); those of `CHANGE_ARRAYS_SINCE` None where an older writer wrote none."""
+def read_graph(store: Path, name: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """The arrays `names` of the saved graph `name`, mapped copy-on-write (`read_arrays`),
+    and under "band_run" the band index's changes the save wrote beside the base it kept
+    (`BandBuckets.saved`; None where it folded them in), for `ScanGraph` to take in."""
+    arrays: dict[str, Any] = read_arrays(store, name, names, writable=True)
+    kept = (store / name / "delta_keys.npy").exists()
+    arrays["band_run"] = changes_arrays(store, name, BAND_CHANGE_ARRAYS) if kept else None
+    return arrays
+
+
+def changes_arrays(
+    store: Path, name: str, wanted: tuple[str, ...] = CHANGE_ARRAYS
+) -> dict[str, Any]:
+    """A `changes-N/` folder's arrays `wanted` (or a save's band changes: `read_graph`),
+    mapped, but the band delta's, read by blocks (`read_vectors`); those of
+    `CHANGE_ARRAYS_SINCE` None where an older writer wrote none."""
     since = tuple(k for k in CHANGE_ARRAYS_SINCE if (store / name / f"{k}.npy").exists())
-    names = (*CHANGE_ARRAYS, *since)
+    names = (*wanted, *since)
     vectors = tuple(k for k in names if k in CHANGES_BY_BLOCKS or k in FLAT_VECTORS)
     mapped = tuple(k for k in names if k not in vectors)
     got: dict[str, Any] = dict(read_arrays(store, name, mapped, by_blocks=False))

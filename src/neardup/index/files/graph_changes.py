@@ -35,6 +35,9 @@ from neardup.index.state.scangraph import EDGE_ARRAYS, SLOT_COLUMNS
 if TYPE_CHECKING:
     from neardup.index.state.scangraph import ScanGraph
 
+# The band index's own changes (`BandBuckets.changes`): here, and beside a base a save
+# kept (`BandBuckets.saved`), with the keys by node (`CHANGE_ARRAYS_SINCE`).
+BAND_CHANGE_ARRAYS = ("delta_keys", "delta_slots", "stash_slots", "stash_keys", "dead")
 CHANGE_ARRAYS = (
     "slots",
     *SLOT_COLUMNS,
@@ -42,11 +45,7 @@ CHANGE_ARRAYS = (
     "cls_ptr",
     "cls_slots",
     *EDGE_ARRAYS,
-    "delta_keys",
-    "delta_slots",
-    "stash_slots",
-    "stash_keys",
-    "dead",
+    *BAND_CHANGE_ARRAYS,
 )
 # Written since the changes kept their delta's keys by node too (`BandBuckets.changes`);
 # changes written before lack them, and their keys are sorted by node on opening instead.

@@ -21,12 +21,13 @@ import pyarrow.parquet as pq
 
 from neardup.index.state.arrays import (
     FilledInPlace,
+    Linked,
     PatchedRows,
     RowBlocks,
 )
 from neardup.kernels.sorting import consecutive_runs
 from neardup.npy_files import header, write_header
-from neardup.store.file_vectors import FileVector, SortedVector, save_sparse
+from neardup.store.file_vectors import FileVector, SortedVector, save_sparse, sparse_file
 from neardup.store.rows import file_map
 
 if sys.platform != "win32":
@@ -94,8 +95,10 @@ def write_arrays(store: Path, name: str, arrays: Arrays, hook: bool = False) -> 
     _save_all(tmp, arrays)
     sorted_ones = {**BY_BLOCKS, **CHANGES_BY_BLOCKS}
     for key, vector in sorted_ones.items():  # the sorted ones' sparse indexes, beside them
-        if vector is SortedVector and (tmp / f"{key}.npy").exists():
-            save_sparse(tmp / f"{key}.npy")
+        path = tmp / f"{key}.npy"
+        # (a linked file came with its own: made again, it would read the whole file)
+        if vector is SortedVector and path.exists() and not sparse_file(path).exists():
+            save_sparse(path)
     _flush_and_rename(tmp, final)
     delay = os.environ.get(GRAPH_SLEEP_HOOK) if hook else None
     if delay:
@@ -109,6 +112,9 @@ def _save_all(folder: Path, arrays: Arrays) -> None:
             _save_blocks(folder, item)
         elif isinstance(item, PatchedRows):
             _save_patched(folder, item)
+        elif isinstance(item, Linked):
+            for source in item.files:
+                _link(source, folder / source.name)
         elif isinstance(item, FilledInPlace):
             for key, (shape, dtype) in item.specs.items():
                 with open(folder / f"{key}.npy", "wb") as fh:
@@ -117,6 +123,15 @@ def _save_all(folder: Path, arrays: Arrays) -> None:
             item.fill(folder)
         else:
             _save_npy(folder / f"{item[0]}.npy", item[1])
+
+
+def _link(source: Path, target: Path) -> None:
+    """`source` as `target`: the same file (a hard link), or a copy where the file system
+    offers no links. Saved files are never changed in place, so two saves may share one."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 _PATCH_BLOCK = 8192  # rows read and written at a time

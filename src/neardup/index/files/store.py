@@ -66,9 +66,11 @@ if sys.platform != "win32":
 MANIFEST = "manifest.json"
 LOCK_NAME = "writer.lock"
 # 1 was the DuckDB file (`LEGACY_DB`); 2 kept every page's row in a segment; 3 drops the
-# segments a save holds (older neardups, which read only segments, refuse it by this number).
-FORMAT = 3
-READ_FORMATS = (2, 3)
+# segments a save holds (older neardups, which read only segments, refuse it by this number);
+# 4: a save may keep the band index's base and write its changes beside it
+# (`BandBuckets.saved`), which a neardup of format 3 would not read.
+FORMAT = 4
+READ_FORMATS = (2, 3, 4)
 LEGACY_DB = "service.duckdb"
 SEG_PREFIX = "seg-"
 GRAPH_PREFIX = "graph-"

@@ -1,7 +1,7 @@
 """The shapes in which the index's state hands its arrays to the files and takes them back:
 rows in blocks (`RowBlocks`), a matrix patched over its save (`PatchedRows`), a file filled
-in place (`FilledInPlace`), strings as offsets and bytes (`string_blocks`,
-`mapped_strings`), stacked and gathered rows.
+in place (`FilledInPlace`), files of an earlier save taken as they are (`Linked`), strings
+as offsets and bytes (`string_blocks`, `mapped_strings`), stacked and gathered rows.
 
 Why a module of its own: the state (pages, groups, the graph) says what a save holds, the
 files (`files/store.py`) write and map it; these records are the words both use, so they
@@ -96,6 +96,16 @@ class FilledInPlace:
 
     specs: dict[str, tuple[tuple[int, ...], Any]]
     fill: Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class Linked:
+    """Files of an earlier save taken into this one as they are (hard links: no byte is
+    written): arrays a save did not change, such as the band index's base while the
+    changes since it are saved beside it (`band_buckets.BandBuckets.saved`). `files` are
+    paths in the earlier save's folder; each keeps its name."""
+
+    files: tuple[Path, ...]
 
 
 def rows_read(m: np.ndarray | Stacked, rows: np.ndarray) -> Stacked:

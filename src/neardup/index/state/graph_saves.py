@@ -73,7 +73,7 @@ def graph_arrays(
     yield graph.classes.arrays()
     yield graph.pairs.arrays()
     yield from graph.edges.arrays(n)
-    yield graph.buckets.saved(before, writer)
+    yield from graph.buckets.saved(before, writer)
 
 
 def graph_view(graph: ScanGraph) -> tuple[dict, ...]:

@@ -106,6 +106,8 @@ class ScanGraph:
         self.pairs = CandidateCounts(a["pair_keys"], a["pair_counts"])
         self.edges = VerifiedEdges(a["adj_u"], a["adj_v"], a["adj_s"], a["adj_ptr"])
         self.buckets = BandBuckets(self.bands, a["band_keys"], a["band_slots"], cap)
+        if a.get("band_run") is not None:  # the changes a save kept beside its base
+            self.buckets.take_changes(a["band_run"])
         # Slots whose per-slot columns were written since the save, a batch's at a time
         # (`written_slots`): the changes list them, where finding them by comparing the
         # columns with the save's read all three whole (200 MB at ten million pages).
