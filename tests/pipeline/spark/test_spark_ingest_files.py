@@ -148,3 +148,23 @@ def test_pages_parts_join_records_sketches_and_the_inputs_sized_rows(tmp_path):
     assert sum(sum(s.values()) for s in skipped) == len(reasons) >= 1
     assert skipped == [{"empty text": 1}, {}]
     assert by_id[30]["cluster_id"] is None  # not eligible: no row of its own
+
+
+def test_a_run_without_text_stages_none(tmp_path):
+    """With `--no-text` (`keep_text=False`) the ingest's work file of each range holds its
+    rows' sketches but no text (nothing reads it: `run_parts` writes `page_text` without
+    rows); with text, the text the input held. Ten million web-like pages' text staged
+    filled the 28 GB this machine had free."""
+    src = _jsonl(tmp_path / "in.jsonl", 300)
+    got = {}
+    for keep in (True, False):
+        work = tmp_path / f"work-{keep}"
+        records, _ = ingest_input(0, str(src), Settings(keep_text=keep), work)
+        assert records == 300
+        staged = pq.read_table(work / spark_ingest.TEXTS / RANGE_FILE.format(0))
+        assert staged.num_rows == 300
+        got[keep] = staged
+    assert got[True].column("text").null_count == 0
+    assert got[True].column("text")[0].as_py().startswith("w0 w1")
+    assert got[False].column("text").null_count == 300
+    assert got[False].drop_columns(["text"]).equals(got[True].drop_columns(["text"]))

@@ -297,6 +297,9 @@ def ingest_range(
         if table is not None:
             sketched = sketch_rows(table, urls, settings)
             near.add(sketched)
+            if not settings.keep_text:  # nothing reads it (`run_parts`): none is staged
+                at = sketched.schema.get_field_index("text")
+                sketched = sketched.set_column(at, "text", pa.nulls(len(sketched), pa.string()))
             texts.write(sketched)
             urls.clear()
 
