@@ -469,6 +469,12 @@ def main() -> None:
     parser.add_argument("--split", type=int, help="files an increment is given in")
     parser.add_argument("--rescan-master", default="local[2]")
     parser.add_argument("--no-rescan", action="store_true")
+    parser.add_argument(
+        "--rescan-no-text",
+        action="store_true",
+        help="the re-scan keeps no page text (`--no-text`: ten million pages' text does not"
+        " fit beside the bases on this machine's disk; the index keeps none either)",
+    )
     parser.add_argument("--no-parity", action="store_true")
     parser.add_argument(
         "--rescan-only",
@@ -517,7 +523,9 @@ def main() -> None:
     one = max(1, n // 100)
     m = eighth_pages(n, tail)
     inc = pages_file(n, one, split)
-    eighth = pages_file(n, m, split)
+    # (without eighths, only the pages after the 1 % are read, for the queries' texts: an
+    # eighth of ten million pages reaches past the corpus' shards)
+    eighth = pages_file(n, m if args.eighth_runs else one + 400, split)
     work = OUT / "work" / tag
     work.mkdir(parents=True, exist_ok=True)
 
@@ -554,14 +562,15 @@ def main() -> None:
         got["graph"] = graph_folder(big)
         got["graph_saves"] = sum(s["kind"] == "save_graph_now" for s in got["saves"])
         eighths.append(record("eighth", {"share": round(m / n, 4), "tail_before": tail, **got}))
-    if not args.serve_only:
+    if eighths:
         opens += [{"of": "after eighth", **o} for o in opened(big, env, args.opens)]
     for o in opens:
         record("open", o)
 
     rescan = None
     if not args.no_rescan:
-        cache = OUT / f"rescan-n{n}-{args.rescan_master}.json"
+        text = "-notext" if args.rescan_no_text else ""
+        cache = OUT / f"rescan-n{n}-{args.rescan_master}{text}.json"
         got = json.loads(cache.read_text()) if cache.exists() else {}
         if got.get("commit") != commit or args.rescan_only:
             out = work / f"rescan-n{n}"
@@ -571,6 +580,7 @@ def main() -> None:
             spark = engine_args("spark", args.rescan_master, [])
             cmd = [str(PYTHON), "-m", "neardup.cli.main", "scan", *map(str, files)]
             cmd += ["--out", str(out), "--json", *spark]
+            cmd += ["--no-text"] if args.rescan_no_text else []
             got = {"commit": commit, "pages": n + one, "out": str(out)}
             got.update(tree_timed(cmd, env, log))
             cache.write_text(json.dumps(got) + "\n")

@@ -5,8 +5,10 @@ against a stable sort of both levels)."""
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -25,6 +27,7 @@ from neardup.store.file_vectors import whole
 
 TABLES = 3
 _SAVES = Path(tempfile.mkdtemp(prefix="neardup-bands-"))  # the tests' saves, one a fold
+atexit.register(shutil.rmtree, _SAVES, True)
 _NAMES = itertools.count()
 
 
