@@ -204,7 +204,7 @@ def read_graph(store: Path, name: str, names: tuple[str, ...]) -> dict[str, Any]
     and under "band_run" the band index's changes the save wrote beside the base it kept
     (`BandBuckets.saved`; None where it folded them in), for `ScanGraph` to take in."""
     arrays: dict[str, Any] = read_arrays(store, name, names, writable=True)
-    kept = (store / name / "delta_keys.npy").exists()
+    kept = (store / name / f"{BAND_CHANGE_ARRAYS[0]}.npy").exists()
     arrays["band_run"] = changes_arrays(store, name, BAND_CHANGE_ARRAYS) if kept else None
     return arrays
 

@@ -278,7 +278,9 @@ class BandBuckets:
         if self.keeps_base(before):
             assert before is not None
             files = [before / "band_keys.npy", before / "band_slots.npy"]
-            files += [p for p in (sparse_file(files[0]),) if p.exists()]
+            sparse = sparse_file(files[0])
+            if sparse.exists():  # (an older save has none: it is made again beside the link)
+                files.append(sparse)
             return [Linked(tuple(files)), *self.changes()]
         return [self.folded(before, writer)]
 
